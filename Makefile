@@ -1,0 +1,38 @@
+# olake-cow: `make help` lists the targets. Every target installs what it needs into .venv.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
+
+.PHONY: help setup demo test test-fast lint typecheck bench soak clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(STAMP): requirements-dev.txt
+	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create .venv with the pinned toolchain
+
+demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse
+	$(BIN)/python demo/demo.py
+
+test: $(STAMP) ## run every test (unit, moto, Spark, PostgreSQL)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## unit tests only (no JVM)
+	$(BIN)/python -m pytest -m "unit" $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check emr_job lambda testkit tests demo
+
+typecheck: $(STAMP) ## mypy on the job package
+	$(BIN)/mypy
+
+clean: ## remove local warehouses and caches (keeps .venv)
+	rm -rf .demo .pytest_cache spark-warehouse metastore_db derby.log

@@ -1,0 +1,186 @@
+"""Command line of the compaction job (see README, "Command line")."""
+import argparse
+import logging
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+from .config import DestinationConfig, is_s3, parse_destination, redact
+from .errors import ConfigError, OlakeCowError, TableNotFoundError
+from .identifiers import validate_name
+
+EXIT_OK, EXIT_TABLE_FAILED, EXIT_USAGE = 0, 1, 2
+log = logging.getLogger("olake_cow")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="olake-cow",
+        description="Keep copy-on-write mirrors of OLake's merge-on-read Iceberg tables.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--destination-details", metavar="PATH",
+                     help="OLake destination JSON ({'type':'ICEBERG','writer':{...}} or the writer)")
+    src.add_argument("--secret-id", metavar="ID", help="the same JSON, from AWS Secrets Manager")
+    p.add_argument("--source-namespace", required=True, metavar="NS",
+                   help="namespace holding OLake's tables")
+    p.add_argument("--cow-namespace", metavar="NS", help="mirror namespace (default <source>_cow)")
+    p.add_argument("--cow-base-location", metavar="URI",
+                   help="mirror base location (default <warehouse>/<cow-namespace>)")
+    p.add_argument("--tables", metavar="A,B", help="tables to mirror (default: all in the namespace)")
+    p.add_argument("--summary-out", metavar="PATH|s3://...", help="write a JSON run summary here")
+    p.add_argument("--delete-mode", choices=("keep", "hard"), default="keep",
+                   help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
+                        "their keys (hard); default keep")
+    p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
+    p.add_argument("--parallelism", type=int, default=4, metavar="N",
+                   help="tables processed at once (default 4)")
+    p.add_argument("--spark-master", metavar="URL", help="local runs only (default local[*])")
+    p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra Spark configuration (repeatable)")
+    p.add_argument("--region", metavar="REGION", help="AWS region for --secret-id / S3 summary")
+    p.add_argument("--quiet", action="store_true", help="only warnings and errors")
+    return p
+
+
+def load_config(args: argparse.Namespace) -> DestinationConfig:
+    if args.destination_details:
+        try:
+            with open(args.destination_details, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            raise ConfigError(f"cannot read --destination-details {args.destination_details}: "
+                              f"{exc.strerror}") from None
+        return parse_destination(raw)
+    import boto3  # available on EMR; only needed for --secret-id
+
+    client = boto3.client("secretsmanager", region_name=args.region) if args.region \
+        else boto3.client("secretsmanager")
+    try:
+        value = client.get_secret_value(SecretId=args.secret_id)
+    except Exception as exc:  # noqa: BLE001 - botocore raises many types
+        raise ConfigError(f"cannot read secret {args.secret_id!r}: {type(exc).__name__}") from None
+    return parse_destination(value.get("SecretString") or value.get("SecretBinary") or "")
+
+
+def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[str, Any]:
+    src = validate_name("source namespace", args.source_namespace)
+    cow = validate_name("cow namespace", args.cow_namespace or f"{src}_cow")
+    if cow == src:
+        raise ConfigError("--cow-namespace must differ from --source-namespace")
+    base = args.cow_base_location.rstrip("/") if args.cow_base_location else None
+    default_base = f"{cfg.warehouse}/{cow}"
+    if cfg.catalog_type == "hadoop":
+        if base and base != default_base:
+            raise ConfigError(f"the hadoop catalog places tables itself; --cow-base-location must be "
+                              f"{default_base} or omitted")
+        base = None
+    elif base is None:
+        if cfg.catalog_type == "rest" and not ("://" in cfg.warehouse or cfg.warehouse.startswith("/")):
+            base = None  # a REST warehouse name: let the catalog choose locations
+        else:
+            base = default_base
+    if base is not None and "://" not in base and not base.startswith("/"):
+        raise ConfigError(f"--cow-base-location {base!r} must be a URI (s3://...) or absolute path")
+    tables: Optional[List[str]] = None
+    if args.tables is not None:
+        tables = [t.strip() for t in args.tables.split(",") if t.strip()]
+        if not tables:
+            raise ConfigError("--tables is empty")
+        for t in tables:
+            validate_name("table", t)
+    if args.parallelism < 1:
+        raise ConfigError("--parallelism must be at least 1")
+    extra = {}
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
+        extra[key.strip()] = value
+    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra,
+            "s3_summary": bool(args.summary_out and is_s3(args.summary_out))}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    secrets: List[str] = []
+    try:
+        cfg = load_config(args)
+        secrets = cfg.secret_values()
+        opts = resolve_options(args, cfg)
+    except OlakeCowError as exc:
+        print(f"olake-cow: error: {redact(str(exc), secrets)}", file=sys.stderr)
+        return EXIT_USAGE
+    return _run(args, cfg, opts)
+
+
+def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) -> int:
+    from .compactor import JobOptions, new_run_id, run_tables
+    from .iceberg import IcebergTables
+    from .spark_session import build_session
+    from .summary import render, write_summary
+
+    secrets = cfg.secret_values()
+    run_id = new_run_id()
+    started = time.time()
+    summary: Dict[str, Any] = {
+        "run_id": run_id, "started_at": _iso(started), "catalog": cfg.public_view(),
+        "source_namespace": o["source"], "cow_namespace": o["cow"], "delete_mode": args.delete_mode,
+        "dry_run": args.dry_run, "tables": [], "status": "failed", "error": None,
+    }
+    code = EXIT_OK
+    try:
+        session = build_session(cfg, f"olake-cow {o['source']}", args.spark_master, o["extra"])
+        tables = o["tables"]
+        if tables is None:
+            tables = [t for t in IcebergTables(session, cfg.catalog_name).list_tables(o["source"])]
+        log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
+                 " (dry run)" if args.dry_run else "")
+        opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run,
+                          args.parallelism, run_id)
+        results = run_tables(session, cfg, opts, tables)
+        summary["tables"] = [r.to_dict() for r in results]
+        failed = [r.table for r in results if not r.ok]
+        summary["status"] = "failed" if failed else "succeeded"
+        code = EXIT_TABLE_FAILED if failed else EXIT_OK
+    except TableNotFoundError as exc:
+        summary["error"] = redact(str(exc), secrets)
+        code = EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the summary must still be written
+        from .compactor import error_text
+
+        summary["error"] = redact(error_text(exc), secrets)
+        code = EXIT_TABLE_FAILED
+    summary["finished_at"] = _iso(time.time())
+    summary["duration_s"] = round(time.time() - started, 3)
+    if summary["error"]:
+        print(f"olake-cow: error: {summary['error']}", file=sys.stderr)
+    _print_table(summary)
+    if args.summary_out:
+        try:
+            write_summary(summary, args.summary_out)
+        except Exception as exc:  # noqa: BLE001
+            print(f"olake-cow: cannot write summary to {args.summary_out}: {exc}", file=sys.stderr)
+            code = code or EXIT_TABLE_FAILED
+    if args.quiet is False and not args.summary_out:
+        log.debug("%s", render(summary))
+    return code
+
+
+def _print_table(summary: Dict[str, Any]) -> None:
+    rows = summary["tables"]
+    if not rows:
+        return
+    print(f"{'table':<28} {'status':<11} {'merged':>6} {'upserted':>9} {'deleted':>8} "
+          f"{'files':>6} {'secs':>7}  error")
+    for r in rows:
+        print(f"{r['table'][:28]:<28} {r['status']:<11} {r['boundaries_merged']:>6} "
+              f"{r['rows_upserted']:>9} {r['rows_deleted']:>8} {r['files_written']:>6} "
+              f"{r['duration_s']:>7.1f}  {r['error'] or ''}")
+        for line in r.get("plan") or []:
+            print(f"    plan: {line}")
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

@@ -1,0 +1,279 @@
+"""Runs the plan→act loop for each table of a namespace (the only module that sequences
+Spark work). Per table: read both tables' metadata, ask the planner, do one step, repeat."""
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+from . import planner
+from .audit import audit
+from .changes import KEY, aligned_rows, change_stats, merge_sql, read_change_set
+from .checkpoint import SOURCE_PROPERTY, Marker, marker_of, staged_for
+from .config import DestinationConfig, redact
+from .errors import HistoryError, OlakeCowError, SchemaEvolutionError
+from .iceberg import IcebergTables
+from .identifiers import qualified, quote
+from .schema import schema_changes
+from .snapshots import Snapshot, TableState
+from .spark_session import table_session
+from .summary import TableResult
+
+log = logging.getLogger("olake_cow")
+MAX_STEPS = 10_000
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    source_namespace: str
+    cow_namespace: str
+    cow_base_location: Optional[str]  # None: the catalog's default location (hadoop catalogs)
+    delete_mode: str = "keep"
+    dry_run: bool = False
+    parallelism: int = 4
+    run_id: str = ""
+
+
+class _Clock:
+    def __init__(self, result: TableResult, phase: str) -> None:
+        self.result, self.phase = result, phase
+
+    def __enter__(self) -> "_Clock":
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.result.add_time(self.phase, time.monotonic() - self.t0)
+
+
+class TableJob:
+    """Brings one mirror up to date with its source table."""
+
+    def __init__(self, root_session, cfg: DestinationConfig, opts: JobOptions, table: str) -> None:
+        self.cfg, self.opts, self.table = cfg, opts, table
+        self.session = table_session(root_session, cfg)
+        self.tables = IcebergTables(self.session, cfg.catalog_name)
+        self.mirror = f"{table}_cow"
+        self.source_q = qualified(cfg.catalog_name, opts.source_namespace, table)
+        self.mirror_q = qualified(cfg.catalog_name, opts.cow_namespace, self.mirror)
+        self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}")
+
+    def say(self, msg: str, *args: object) -> None:
+        log.info("[%s] " + msg, self.table, *args)
+
+    def states(self):
+        with _Clock(self.result, "planning"):
+            return (self.tables.state(self.opts.source_namespace, self.table),
+                    self.tables.state(self.opts.cow_namespace, self.mirror))
+
+    def run(self) -> TableResult:
+        started = time.monotonic()
+        try:
+            self._loop()
+        finally:
+            self.result.duration_s = round(time.monotonic() - started, 3)
+        return self.result
+
+    def _loop(self) -> None:
+        for _ in range(MAX_STEPS):
+            source, mirror = self.states()
+            if not source.exists:
+                raise HistoryError(f"source table {self.opts.source_namespace}.{self.table} "
+                                   "does not exist")
+            step = planner.plan_next(source, mirror)
+            if self.opts.dry_run:
+                self.result.plan = planner.plan_run(source, mirror)
+                self.result.status = "dry_run"
+                for line in self.result.plan:
+                    self.say("plan: %s", line)
+                return
+            if isinstance(step, planner.Done):
+                self.result.status = "merged" if self.result.boundaries_merged else "up_to_date"
+                cp = _checkpoint_of(mirror)
+                self.result.checkpoint = cp
+                self.say("%s", step.reason if not self.result.boundaries_merged else
+                         f"done: {self.result.boundaries_merged} change set(s) merged")
+                return
+            if isinstance(step, planner.Blocked):
+                raise HistoryError(f"{self.table}: {step.reason}")
+            if isinstance(step, planner.Truncate):
+                with _Clock(self.result, "committing"):
+                    bid = self.tables.truncate(self.opts.source_namespace, self.table,
+                                               self.opts.run_id)
+                self.result.truncated += 1
+                self.say("closed the open change set: boundary snapshot %s", bid)
+            elif isinstance(step, (planner.Merge, planner.Publish)):
+                self._apply(step, source, mirror)
+        raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    # --- merge / publish -----------------------------------------------------------------
+    def _prepare_mirror(self, rebuild: bool, mirror: TableState) -> bool:
+        """Create or evolve the mirror; returns whether this change set replaces its content."""
+        ns, src_ns = self.opts.cow_namespace, self.opts.source_namespace
+        recreate = not mirror.exists
+        if mirror.exists and rebuild:
+            same_spec = (self.tables.spec_string(src_ns, self.table)
+                         == self.tables.spec_string(ns, self.mirror))
+            try:
+                self._evolve_schema()
+            except SchemaEvolutionError:
+                same_spec = False
+            if not same_spec:
+                self.say("source partitioning/schema differs from the mirror's: recreating the mirror")
+                self.tables.drop(ns, self.mirror)
+                recreate = True
+        if recreate:
+            self.tables.create_namespace(ns)
+            location = (f"{self.opts.cow_base_location}/{self.mirror}"
+                        if self.opts.cow_base_location else None)
+            self.tables.create_mirror(src_ns, self.table, ns, self.mirror, location,
+                                      {SOURCE_PROPERTY: f"{src_ns}.{self.table}"})
+            self.say("created mirror %s", self.result.mirror)
+            return True
+        if not rebuild:
+            self._evolve_schema()
+        return rebuild
+
+    def _evolve_schema(self) -> None:
+        src = self.session.table(self.source_q).schema
+        mir = self.session.table(self.mirror_q).schema
+        steps = schema_changes([(f.name, f.dataType.simpleString()) for f in src.fields],
+                               [(f.name, f.dataType.simpleString()) for f in mir.fields],
+                               self.table)
+        for op, name, typ in steps:
+            if op == "add":
+                self.session.sql(f"ALTER TABLE {self.mirror_q} ADD COLUMN {quote(name)} {typ}")
+            else:
+                self.session.sql(f"ALTER TABLE {self.mirror_q} ALTER COLUMN {quote(name)} TYPE {typ}")
+            self.say("schema: %s column %s %s", op, name, typ)
+
+    def _apply(self, step, source: TableState, mirror: TableState) -> None:
+        marker = Marker(str(source.uuid), step.boundary_id)
+        ns = self.opts.cow_namespace
+        rebuild = step.rebuild
+        if isinstance(step, planner.Merge):
+            with _Clock(self.result, "merging"):
+                rebuild = self._prepare_mirror(rebuild, mirror)
+            mirror = self.tables.state(ns, self.mirror)
+        parent = mirror.snapshot(mirror.current_id)
+        parent_records = parent.summary_int("total-records") if parent else 0
+        key_id = self.tables.key_field_id(self.opts.source_namespace, self.table)
+        with _Clock(self.result, "reading_changes"):
+            changes = read_change_set(self.session, self.source_q, step.change_id, key_id,
+                                      self.opts.delete_mode)
+            mirror_keys = None if rebuild else self.session.table(self.mirror_q).select(KEY)
+            stats = change_stats(changes, mirror_keys)
+        try:
+            if isinstance(step, planner.Merge):
+                with _Clock(self.result, "merging"):
+                    self._write(changes, marker, rebuild, mirror)
+                mirror = self.tables.state(ns, self.mirror)
+                staged = [s for s in staged_for(mirror, marker) if s.parent_id == mirror.current_id]
+            else:
+                staged = [s for s in mirror.snapshots if s.snapshot_id == step.staged_id]
+        finally:
+            changes.unpersist()
+        with _Clock(self.result, "committing"):
+            if staged:
+                snap = staged[0]
+                audit(snap, stats.expected_records(parent_records, rebuild), self.result.mirror)
+                self.tables.publish(ns, self.mirror, snap.snapshot_id)
+                self.result.files_written += snap.summary_int("added-data-files")
+                self.result.bytes_written += snap.summary_int("added-files-size")
+            elif stats.inserted or stats.updated or stats.deleted or rebuild:
+                raise OlakeCowError(f"{self.result.mirror}: the merge of boundary "
+                                    f"{step.boundary_id} staged no snapshot")
+            self.tables.set_checkpoint(ns, self.mirror, marker.wap_id)
+        self.result.boundaries_merged += 1
+        self.result.rows_inserted += stats.inserted
+        self.result.rows_updated += stats.updated
+        self.result.rows_deleted += stats.deleted
+        verb = "published staged" if isinstance(step, planner.Publish) else (
+            "rebuilt mirror from" if rebuild else "merged")
+        self.say("%s boundary %s: %d inserted, %d updated, %d deleted", verb, step.boundary_id,
+                 stats.inserted, stats.updated, stats.deleted)
+
+    def _write(self, changes, marker: Marker, rebuild: bool, mirror: TableState) -> None:
+        from pyspark.sql import functions as F
+
+        self.session.conf.set("spark.wap.id", marker.wap_id)
+        try:
+            if rebuild:
+                rows = aligned_rows(changes, self.session.table(self.mirror_q).schema)
+                writer = rows.writeTo(self.mirror_q)
+                if mirror.current_id is None:
+                    writer.append()
+                else:
+                    writer.overwrite(F.lit(True))
+            else:
+                view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
+                changes.createOrReplaceTempView(view)
+                try:
+                    cols = self.session.table(self.mirror_q).columns
+                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, changes.columns))
+                finally:
+                    self.session.catalog.dropTempView(view)
+        finally:
+            self.session.conf.unset("spark.wap.id")
+
+
+def _checkpoint_of(mirror: TableState) -> Optional[int]:
+    from .checkpoint import find_checkpoint
+
+    cp = find_checkpoint(mirror)
+    return cp.boundary_id if cp else None
+
+
+def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
+               on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
+    """Run every table, `opts.parallelism` at a time; one failure never stops the others."""
+    secrets = cfg.secret_values()
+
+    def one(table: str) -> TableResult:
+        try:
+            job = TableJob(root_session, cfg, opts, table)
+        except Exception as exc:  # noqa: BLE001 - reported per table
+            res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}_cow")
+            return _fail(res, exc, secrets)
+        try:
+            res = job.run()
+        except Exception as exc:  # noqa: BLE001 - reported per table
+            res = _fail(job.result, exc, secrets)
+        if on_result:
+            on_result(res)
+        return res
+
+    workers = max(1, min(opts.parallelism, len(tables)))
+    if workers == 1:
+        return [one(t) for t in tables]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="olake-cow") as pool:
+        return list(pool.map(one, tables))
+
+
+def _fail(res: TableResult, exc: BaseException, secrets: List[str]) -> TableResult:
+    res.status = "failed"
+    res.error = redact(error_text(exc), secrets)
+    log.error("[%s] failed: %s", res.table, res.error)
+    return res
+
+
+def error_text(exc: BaseException) -> str:
+    """One readable line: our own errors as they are; Java errors by their first line."""
+    if isinstance(exc, OlakeCowError):
+        return str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+        except Exception:  # noqa: BLE001
+            pass
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+__all__ = ["JobOptions", "TableJob", "run_tables", "new_run_id", "Snapshot", "marker_of"]

@@ -1,0 +1,235 @@
+"""OLake destination config: parsing, validation and secret handling.
+
+Pure Python (3.9+), no Spark and no boto3: the job and the trigger Lambda share this one
+implementation of the rules. Keys follow OLake's writer config (see README, "Destination config").
+"""
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from .errors import ConfigError
+
+REST_ALIASES = ("rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake")
+CATALOG_TYPES = ("glue", "jdbc", "hive", "hadoop") + REST_ALIASES
+DEFAULT_CATALOG_NAME = "olake_iceberg"
+
+# Keys whose values are credentials: never logged, never put into the job arguments or summary.
+SECRET_KEYS = (
+    "aws_access_key",
+    "aws_secret_key",
+    "aws_session_token",
+    "glue_access_key",
+    "glue_secret_key",
+    "jdbc_password",
+    "token",
+    "credential",
+)
+_STRING_KEYS = (
+    "catalog_type", "catalog_name", "iceberg_s3_path", "iceberg_db", "aws_region", "aws_profile",
+    "s3_endpoint", "glue_catalog_id", "glue_endpoint", "glue_region", "jdbc_url", "jdbc_username",
+    "jdbc_driver_jar", "hive_uri", "rest_catalog_url", "oauth2_uri", "scope", "rest_auth_type",
+    "rest_signing_name", "rest_signing_region",
+) + SECRET_KEYS
+_BOOL_KEYS = ("s3_use_ssl", "s3_path_style", "hive_sasl_enabled", "rest_signing_v_4",
+              "no_identifier_fields", "arrow_writes")
+_REQUIRED = {
+    "jdbc": ("jdbc_url",),
+    "hive": ("hive_uri",),
+    "rest": ("rest_catalog_url",),
+}
+_CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+JDBC_DRIVER_DIR = "/usr/share/java"
+_JDBC_DRIVERS = {"postgresql": "postgresql.jar", "sqlite": "sqlite-jdbc.jar"}
+
+
+@dataclass(frozen=True)
+class DestinationConfig:
+    """A validated OLake writer config. `writer` holds the raw keys (secrets included): use
+    `public_view()` for anything that is printed."""
+
+    catalog_type: str  # normalized: glue | jdbc | hive | rest | hadoop
+    catalog_name: str
+    warehouse: str
+    writer: Mapping[str, Any] = field(repr=False)
+
+    def get(self, key: str) -> Any:
+        return self.writer.get(key)
+
+    def secret_values(self) -> List[str]:
+        """Every credential value in the config, for redaction."""
+        values = [str(self.writer[k]) for k in SECRET_KEYS if self.writer.get(k)]
+        url = self.writer.get("jdbc_url") or ""
+        values += [m.group(1) for m in re.finditer(r"(?i)password=([^&;]+)", url)]
+        return [v for v in values if len(v) >= 3]
+
+    def public_view(self) -> Dict[str, Any]:
+        return {"catalog_type": self.catalog_type, "catalog_name": self.catalog_name,
+                "warehouse": self.warehouse}
+
+
+def parse_destination(source: Any) -> DestinationConfig:
+    """Parse OLake's destination JSON (text, bytes or an already-decoded object).
+
+    Accepts `{"type": "ICEBERG", "writer": {...}}` or the bare writer object.
+    """
+    if isinstance(source, (bytes, bytearray)):
+        source = source.decode("utf-8", errors="replace")
+    if isinstance(source, str):
+        try:
+            source = json.loads(source)
+        except ValueError as exc:
+            raise ConfigError(f"destination config is not valid JSON: {exc.__class__.__name__} at "
+                              f"line {getattr(exc, 'lineno', '?')} column {getattr(exc, 'colno', '?')}"
+                              ) from None
+    if not isinstance(source, dict):
+        raise ConfigError(f"destination config must be a JSON object, got {type(source).__name__}")
+    writer: Any = source
+    if "writer" in source or "type" in source:
+        kind = source.get("type")
+        if kind is not None and str(kind).upper() != "ICEBERG":
+            raise ConfigError(f"destination type must be ICEBERG, got {kind!r}")
+        writer = source.get("writer")
+        if writer is None:
+            raise ConfigError("destination config has no 'writer' object")
+    if not isinstance(writer, dict):
+        raise ConfigError(f"'writer' must be a JSON object, got {type(writer).__name__}")
+    return _validate_writer(writer)
+
+
+def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
+    for key in _STRING_KEYS:
+        if key in writer and writer[key] is not None and not isinstance(writer[key], str):
+            raise ConfigError(f"writer.{key} must be a string, got {type(writer[key]).__name__}")
+    for key in _BOOL_KEYS:
+        if key in writer and writer[key] is not None:
+            value = writer[key]
+            if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
+                raise ConfigError(f"writer.{key} must be true or false, got {value!r}")
+    if "hive_clients" in writer and not _is_int(writer["hive_clients"]):
+        raise ConfigError(f"writer.hive_clients must be an integer, got {writer['hive_clients']!r}")
+
+    raw_type = (writer.get("catalog_type") or "glue").strip().lower()
+    if raw_type not in CATALOG_TYPES:
+        raise ConfigError(f"writer.catalog_type {raw_type!r} is not supported; "
+                          f"use one of: {', '.join(CATALOG_TYPES)}")
+    catalog_type = "rest" if raw_type in REST_ALIASES else raw_type
+
+    for key in ("iceberg_s3_path",) + _REQUIRED.get(catalog_type, ()):
+        if not str(writer.get(key) or "").strip():
+            raise ConfigError(f"writer.{key} is required for catalog_type {raw_type!r}")
+
+    name = (writer.get("catalog_name") or DEFAULT_CATALOG_NAME).strip()
+    if not _CATALOG_NAME.match(name):
+        raise ConfigError(f"writer.catalog_name {name!r} must be letters, digits and underscores")
+
+    jdbc_url = writer.get("jdbc_url") or ""
+    if catalog_type == "jdbc" and not jdbc_url.lower().startswith("jdbc:"):
+        raise ConfigError("writer.jdbc_url must start with 'jdbc:'")
+    warehouse = normalize_warehouse(catalog_type, writer["iceberg_s3_path"].strip())
+    return DestinationConfig(catalog_type, name, warehouse, dict(writer))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) or (
+        isinstance(value, str) and value.strip().isdigit())
+
+
+def normalize_warehouse(catalog_type: str, value: str) -> str:
+    """REST warehouses may be names; everything else is a URI or an absolute local path.
+    `bucket/prefix` without a scheme means S3. Trailing slashes are dropped."""
+    if catalog_type == "rest":
+        return value
+    if value.startswith("s3a://") or value.startswith("s3n://"):
+        value = "s3://" + value.split("://", 1)[1]
+    if "://" not in value and not value.startswith("/") and not value.startswith("file:"):
+        value = "s3://" + value
+    return value.rstrip("/") or value
+
+
+def is_s3(location: str) -> bool:
+    return location.startswith("s3://")
+
+
+def jdbc_driver_jar(cfg: DestinationConfig, java_dir: str = JDBC_DRIVER_DIR) -> Optional[str]:
+    """The JDBC driver jar for a jdbc catalog: `jdbc_driver_jar` if given, else the OS package's."""
+    if cfg.catalog_type != "jdbc":
+        return None
+    explicit = cfg.get("jdbc_driver_jar")
+    if explicit:
+        return str(explicit)
+    kind = str(cfg.get("jdbc_url")).split(":")[1].lower()
+    if kind in _JDBC_DRIVERS:
+        return f"{java_dir}/{_JDBC_DRIVERS[kind]}"
+    raise ConfigError(f"no JDBC driver known for {kind!r} URLs; set writer.jdbc_driver_jar")
+
+
+def _flag(value: Any) -> Optional[bool]:
+    if value is None:
+        return None
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+def catalog_properties(cfg: DestinationConfig) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """Iceberg catalog properties as (public, secret). Secret ones are set on the session at run
+    time, never in the launch configuration, and are never printed."""
+    w = cfg.writer
+    pub: Dict[str, str] = {"cache-enabled": "false"}
+    sec: Dict[str, str] = {}
+    t = cfg.catalog_type
+    if t == "hadoop":
+        pub.update({"type": "hadoop", "warehouse": cfg.warehouse})
+    elif t == "jdbc":
+        pub.update({"type": "jdbc", "uri": w["jdbc_url"], "warehouse": cfg.warehouse})
+        if w.get("jdbc_username"):
+            pub["jdbc.user"] = w["jdbc_username"]
+        if w.get("jdbc_password"):
+            sec["jdbc.password"] = w["jdbc_password"]
+    elif t == "hive":
+        pub.update({"type": "hive", "uri": w["hive_uri"], "warehouse": cfg.warehouse})
+        if w.get("hive_clients") is not None:
+            pub["clients"] = str(w["hive_clients"]).strip()
+    elif t == "glue":
+        pub.update({"type": "glue", "warehouse": cfg.warehouse})
+        if w.get("glue_catalog_id"):
+            pub["glue.id"] = w["glue_catalog_id"]
+        if w.get("glue_endpoint"):
+            pub["glue.endpoint"] = w["glue_endpoint"]
+    elif t == "rest":
+        pub.update({"type": "rest", "uri": w["rest_catalog_url"], "warehouse": cfg.warehouse})
+        for key, prop in (("oauth2_uri", "oauth2-server-uri"), ("scope", "scope")):
+            if w.get(key):
+                pub[prop] = w[key]
+        for key in ("token", "credential"):
+            if w.get(key):
+                sec[key] = w[key]
+        if _flag(w.get("rest_signing_v_4")) or (w.get("rest_auth_type") or "").lower() == "sigv4":
+            pub["rest.sigv4-enabled"] = "true"
+            pub["rest.signing-name"] = w.get("rest_signing_name") or "execute-api"
+            if w.get("rest_signing_region") or w.get("aws_region"):
+                pub["rest.signing-region"] = w.get("rest_signing_region") or w["aws_region"]
+    region = w.get("glue_region") if t == "glue" and w.get("glue_region") else w.get("aws_region")
+    if region:
+        pub["client.region"] = region
+    uses_s3 = is_s3(cfg.warehouse) or t in ("glue", "rest")
+    if uses_s3 and t != "hadoop":
+        pub["io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+    if w.get("s3_endpoint"):
+        pub["s3.endpoint"] = w["s3_endpoint"]
+        pub["s3.path-style-access"] = "true"
+    elif _flag(w.get("s3_path_style")) is not None:
+        pub["s3.path-style-access"] = str(_flag(w.get("s3_path_style"))).lower()
+    if w.get("aws_access_key") and w.get("aws_secret_key"):
+        sec["s3.access-key-id"] = w["aws_access_key"]
+        sec["s3.secret-access-key"] = w["aws_secret_key"]
+        if w.get("aws_session_token"):
+            sec["s3.session-token"] = w["aws_session_token"]
+    return pub, sec
+
+
+def redact(text: str, secrets: List[str]) -> str:
+    """Replace every secret value in `text` (longest first) with '***'."""
+    for value in sorted(set(secrets), key=len, reverse=True):
+        if value:
+            text = text.replace(value, "***")
+    return text

@@ -1,0 +1,37 @@
+"""One flat module of the errors this package raises; each message names the bad value."""
+
+
+class OlakeCowError(Exception):
+    """Base class of every error raised on purpose by olake_cow."""
+
+
+class ConfigError(OlakeCowError):
+    """The destination config (or a command-line option) is invalid."""
+
+
+class InvalidNameError(OlakeCowError):
+    """A namespace or table name cannot be used."""
+
+
+class TableNotFoundError(OlakeCowError):
+    """A source table or namespace does not exist."""
+
+
+class HistoryError(OlakeCowError):
+    """The source's snapshot history cannot support the mirror (e.g. expired past the checkpoint)."""
+
+
+class SchemaEvolutionError(OlakeCowError):
+    """A source schema change cannot be applied to the mirror."""
+
+
+class AuditError(OlakeCowError):
+    """A staged mirror snapshot failed its audit and was not published."""
+
+
+class UnsupportedDeleteError(OlakeCowError):
+    """The source holds equality deletes on a field other than the record key."""
+
+
+class NotOlakeTableError(OlakeCowError):
+    """A source table lacks OLake's `_olake_id` key column."""

@@ -1,0 +1,111 @@
+"""Small immutable records of Iceberg table metadata, and lineage helpers over them."""
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+# Summary key the compactor sets on the source truncate that closes a change set.
+BOUNDARY_KEY = "olake-cow.boundary"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    parent_id: Optional[int]
+    timestamp_ms: int
+    operation: str
+    summary: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def summary_int(self, key: str, default: int = 0) -> int:
+        try:
+            return int(self.summary.get(key, default))
+        except (TypeError, ValueError):
+            return default
+
+    @property
+    def is_boundary(self) -> bool:
+        return BOUNDARY_KEY in self.summary
+
+    @property
+    def adds_files(self) -> bool:
+        return (self.summary_int("added-data-files") > 0
+                or self.summary_int("added-delete-files") > 0)
+
+    @property
+    def delete_file_count(self) -> int:
+        return self.summary_int("total-delete-files")
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the planner needs to know about one table, read in one metadata load."""
+
+    exists: bool
+    uuid: Optional[str] = None
+    current_id: Optional[int] = None
+    snapshots: Tuple[Snapshot, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    metadata_location: Optional[str] = None
+
+    def by_id(self) -> Dict[int, Snapshot]:
+        return {s.snapshot_id: s for s in self.snapshots}
+
+    def snapshot(self, snapshot_id: Optional[int]) -> Optional[Snapshot]:
+        if snapshot_id is None:
+            return None
+        return self.by_id().get(snapshot_id)
+
+
+MISSING = TableState(exists=False)
+
+
+def ancestors(state: TableState) -> Tuple[List[Snapshot], bool]:
+    """The current snapshot's ancestry, oldest first, and whether it reaches the table's first
+    snapshot (False when older snapshots were expired)."""
+    by_id = state.by_id()
+    chain: List[Snapshot] = []
+    seen = set()
+    cur = state.current_id
+    while cur is not None and cur in by_id and cur not in seen:
+        seen.add(cur)
+        snap = by_id[cur]
+        chain.append(snap)
+        cur = snap.parent_id
+    chain.reverse()
+    complete = cur is None
+    return chain, complete
+
+
+def ancestor_ids(state: TableState) -> set:
+    return {s.snapshot_id for s in ancestors(state)[0]}
+
+
+def snapshots_from_metadata(meta: Mapping[str, Any]) -> Tuple[Snapshot, ...]:
+    """Snapshot records from an Iceberg table-metadata JSON object."""
+    out = []
+    for s in meta.get("snapshots") or ():
+        summary = dict(s.get("summary") or {})
+        out.append(Snapshot(
+            snapshot_id=int(s["snapshot-id"]),
+            parent_id=int(s["parent-snapshot-id"]) if s.get("parent-snapshot-id") is not None else None,
+            timestamp_ms=int(s.get("timestamp-ms") or 0),
+            operation=str(summary.get("operation") or ""),
+            summary=summary,
+        ))
+    return tuple(out)
+
+
+def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str] = None) -> TableState:
+    current = meta.get("current-snapshot-id")
+    if current is not None and int(current) < 0:  # format v1 writes -1 for "none"
+        current = None
+    return TableState(
+        exists=True,
+        uuid=meta.get("table-uuid"),
+        current_id=int(current) if current is not None else None,
+        snapshots=snapshots_from_metadata(meta),
+        properties=dict(meta.get("properties") or {}),
+        metadata_location=metadata_location,
+    )
+
+
+def newest_first(snaps: Sequence[Snapshot]) -> List[Snapshot]:
+    return sorted(snaps, key=lambda s: s.timestamp_ms, reverse=True)

@@ -1,0 +1,106 @@
+"""Builds the one SparkSession of a job run: on EMR Serverless (under spark-submit) or locally.
+
+Secret catalog properties are set on each session at run time (never in the launch
+configuration), so they appear in no environment dump, event log or `spark.logConf` output.
+"""
+import glob
+import importlib.util
+import os
+from typing import Dict, Mapping, Optional
+
+from .config import DestinationConfig, catalog_properties, jdbc_driver_jar
+from .errors import ConfigError
+
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
+
+
+def local_iceberg_jar() -> str:
+    """The Iceberg Spark runtime shipped by the pinned PyPI package (local runs only)."""
+    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("Iceberg runtime not found: install snowpark-connect-deps-iceberg==1.0.2 "
+                          "(make setup does) or pass --spark-conf spark.jars=/path/to/iceberg.jar")
+    root = list(spec.submodule_search_locations)[0]
+    jars = sorted(glob.glob(os.path.join(root, "jars", "iceberg-spark-runtime-3.5_2.12-*.jar")))
+    if not jars:
+        raise ConfigError(f"no iceberg-spark-runtime-3.5_2.12 jar under {root}/jars")
+    return jars[-1]
+
+
+def under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = None,
+                extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """Public Spark configuration for the run (no secret values)."""
+    public, _ = catalog_properties(cfg)
+    conf: Dict[str, str] = {
+        "spark.sql.extensions": ICEBERG_EXTENSIONS,
+        f"spark.sql.catalog.{cfg.catalog_name}": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.redaction.regex": REDACTION,
+        "spark.sql.adaptive.enabled": "true",
+    }
+    for key, value in public.items():
+        conf[f"spark.sql.catalog.{cfg.catalog_name}.{key}"] = value
+    jars = []
+    driver = jdbc_driver_jar(cfg)
+    if driver:
+        if driver.startswith("/") and not os.path.exists(driver):
+            raise ConfigError(f"JDBC driver jar {driver} does not exist; install the OS package "
+                              "(libpostgresql-jdbc-java / libxerial-sqlite-jdbc-java) or set "
+                              "writer.jdbc_driver_jar")
+        jars.append(driver)
+    if local:
+        jars.insert(0, local_iceberg_jar())
+        conf.update({
+            "spark.master": master or "local[*]",
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "8",
+            "spark.driver.memory": os.environ.get("OLAKE_COW_DRIVER_MEMORY", "2g"),
+            "spark.sql.session.timeZone": "UTC",
+        })
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+        if local and driver:
+            # DriverManager only sees drivers on the system class path.
+            conf["spark.driver.extraClassPath"] = driver
+    for key, value in (extra or {}).items():
+        conf[key] = value
+    return conf
+
+
+def build_session(cfg: DestinationConfig, app_name: str, master: Optional[str] = None,
+                  extra: Optional[Mapping[str, str]] = None):  # -> SparkSession
+    from pyspark.sql import SparkSession
+
+    local = not under_spark_submit()
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in launch_conf(cfg, local, master, extra).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("OLAKE_COW_SPARK_LOG_LEVEL", "ERROR"))
+    apply_secrets(session, cfg)
+    return session
+
+
+def apply_secrets(session, cfg: DestinationConfig) -> None:
+    _, secret = catalog_properties(cfg)
+    for key, value in secret.items():
+        session.conf.set(f"spark.sql.catalog.{cfg.catalog_name}.{key}", value)
+
+
+def table_session(root, cfg: DestinationConfig):
+    """An isolated session (own SQL conf, temp views, WAP id) sharing the root's SparkContext.
+    The catalog is configured on it explicitly: a new session does not inherit settings made
+    on an existing session at run time."""
+    session = root.newSession()
+    public, _ = catalog_properties(cfg)
+    prefix = f"spark.sql.catalog.{cfg.catalog_name}"
+    session.conf.set(prefix, "org.apache.iceberg.spark.SparkCatalog")
+    for key, value in public.items():
+        session.conf.set(f"{prefix}.{key}", value)
+    apply_secrets(session, cfg)
+    return session

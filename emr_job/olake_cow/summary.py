@@ -1,0 +1,65 @@
+"""The run summary: per-table results, written as JSON to a local path or S3."""
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+STATUS_OK = ("merged", "up_to_date", "dry_run")
+
+
+@dataclass
+class TableResult:
+    table: str
+    mirror: str
+    status: str = "pending"  # merged | up_to_date | dry_run | failed
+    boundaries_merged: int = 0
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    duration_s: float = 0.0
+    timings_s: Dict[str, float] = field(default_factory=lambda: {
+        "planning": 0.0, "reading_changes": 0.0, "merging": 0.0, "committing": 0.0})
+    truncated: int = 0
+    checkpoint: Optional[int] = None
+    plan: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @property
+    def rows_upserted(self) -> int:
+        return self.rows_inserted + self.rows_updated
+
+    @property
+    def ok(self) -> bool:
+        return self.status in STATUS_OK
+
+    def add_time(self, phase: str, seconds: float) -> None:
+        self.timings_s[phase] = round(self.timings_s.get(phase, 0.0) + seconds, 3)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["rows_upserted"] = self.rows_upserted
+        return d
+
+
+def render(summary: Dict[str, Any]) -> str:
+    return json.dumps(summary, indent=2, sort_keys=True, default=str)
+
+
+def write_summary(summary: Dict[str, Any], target: str) -> None:
+    text = render(summary)
+    if target.startswith("s3://"):
+        import boto3  # provided on EMR; only needed for S3 targets
+
+        bucket, _, key = target[len("s3://"):].partition("/")
+        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"),
+                                      ContentType="application/json")
+        return
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    tmp = target + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)
