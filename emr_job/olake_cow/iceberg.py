@@ -38,6 +38,8 @@ class IcebergTables:
         self.session = session
         self.catalog_name = catalog
         self.jvm = session._jvm
+        # Catalog plugins read the conf of the thread's active session, not of their owner.
+        self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
         spark_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog)
         self.catalog = spark_catalog.icebergCatalog()
 

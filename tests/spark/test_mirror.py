@@ -1,0 +1,207 @@
+"""Behaviour of the job on real Iceberg tables, checked against the independent model."""
+import pytest
+
+from olake_cow.iceberg import IcebergTables
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(start, n, op="r", **cols):
+    return [{"_olake_id": str(i), "_op_type": op, "v": i, "s": f"s{i}", **cols} for i in range(start, start + n)]
+
+
+def make(lake, table="t", partition_by=()):
+    lake.writer.create_table(table, [("v", "int"), ("s", "string")], partition_by=partition_by)
+    lake.writer.backfill(table, rows(0, 20))
+
+
+def test_upserts_and_tombstones_are_mirrored(lake):
+    make(lake)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"},
+                             {"_olake_id": "50", "_op_type": "c", "v": 50, "s": "new"}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    tomb = [r for r in lake.mirror_rows("t") if r["_olake_id"] == "2"]
+    assert tomb and tomb[0]["_op_type"] == "d"
+
+
+def test_hard_delete_mode_removes_tombstoned_keys(lake):
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "d"}, {"_olake_id": "4", "_op_type": "u", "v": 4}])
+    assert lake.run("--delete-mode", "hard") == 0
+    lake.assert_mirror_matches("t", "hard")
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "d"}])
+    assert lake.run("--delete-mode", "hard") == 0
+    lake.assert_mirror_matches("t", "hard")
+    assert "5" not in {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
+def test_mirror_drops_keys_deleted_without_tombstone(lake):
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", pure_deletes=["7", "8"])
+    lake.writer.commit("t", [{"_olake_id": "9", "_op_type": "c", "v": 9}], pure_deletes=["10"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert not {"7", "8", "10"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
+def test_duplicate_visible_rows_keep_the_latest_change(lake):
+    make(lake)
+    assert lake.run() == 0
+    # OLake #1189: insert then update of one key in one commit, both rows left visible
+    lake.writer.commit("t", [{"_olake_id": "30", "_op_type": "c", "v": 1},
+                             {"_olake_id": "30", "_op_type": "u", "v": 2},
+                             {"_olake_id": "3", "_op_type": "u", "v": 31},
+                             {"_olake_id": "3", "_op_type": "u", "v": 32}], dedupe=False)
+    visible = [r for r in lake.writer.spark.table(lake.writer.q("t")).collect() if r["_olake_id"] == "30"]
+    assert len(visible) == 2  # the source really holds the duplicate
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    keys = [r["_olake_id"] for r in lake.mirror_rows("t")]
+    assert len(keys) == len(set(keys))
+
+
+def test_schema_changes_reach_the_mirror(lake):
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.add_column("t", "extra", "string")
+    lake.writer.widen_column("t", "v", "bigint")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 2**40, "extra": "e"},
+                             {"_olake_id": "77", "_op_type": "c", "v": 7, "extra": "n"}])
+    assert lake.run() == 0
+    fields = {f.name: f.dataType.simpleString() for f in lake.writer.spark.table(lake.mirror_q("t")).schema}
+    assert fields["v"] == "bigint" and fields["extra"] == "string"
+    lake.assert_mirror_matches("t")
+
+
+def test_mirror_keeps_the_source_partition_spec_and_copy_on_write(lake):
+    lake.writer.create_table("p", [("v", "int"), ("region", "string")],
+                             partition_by=["region", "bucket(4, _olake_id)"])
+    lake.writer.backfill("p", [{"_olake_id": str(i), "v": i, "region": "eu" if i % 2 else "us"}
+                               for i in range(40)])
+    assert lake.run() == 0
+    lake.writer.commit("p", [{"_olake_id": "1", "_op_type": "u", "v": 1, "region": "us"},  # moves partition
+                             {"_olake_id": "2", "_op_type": "d", "region": "us"}], pure_deletes=["5"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("p")
+    tables = lake.tables
+    assert tables.spec_string(lake.cow_ns, "p_cow") == tables.spec_string(lake.ns, "p")
+    props = lake.mirror("p").properties
+    assert props["write.merge.mode"] == "copy-on-write"
+    t = tables.load(lake.cow_ns, "p_cow")
+    assert not t.sortOrder().isUnsorted()
+
+
+def test_idle_run_commits_nothing(lake):
+    make(lake)
+    assert lake.run() == 0
+    before = (lake.source("t"), lake.mirror("t"))
+    assert lake.run() == 0
+    assert lake.run() == 0
+    after = (lake.source("t"), lake.mirror("t"))
+    assert before[0].current_id == after[0].current_id and len(before[0].snapshots) == len(after[0].snapshots)
+    assert before[1].current_id == after[1].current_id and len(before[1].snapshots) == len(after[1].snapshots)
+    assert before[1].metadata_location == after[1].metadata_location
+
+
+def test_several_tables_and_one_failure_does_not_stop_the_others(lake):
+    make(lake, "a")
+    make(lake, "b")
+    lake.writer.spark.sql(f"CREATE TABLE {lake.writer.q('not_olake')} (x int) USING iceberg")
+    lake.writer.spark.sql(f"INSERT INTO {lake.writer.q('not_olake')} VALUES (1)")
+    assert lake.run() == 1
+    lake.assert_mirror_matches("a")
+    lake.assert_mirror_matches("b")
+    assert lake.run("--tables", "a,b") == 0
+
+
+def test_recreated_source_rebuilds_the_mirror(lake):
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 5}])
+    assert lake.run() == 0
+    lake.writer.drop_table("t")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(100, 5))
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert {r["_olake_id"] for r in lake.mirror_rows("t")} == {str(i) for i in range(100, 105)}
+
+
+def test_dry_run_commits_nothing(lake, capsys):
+    make(lake)
+    assert lake.run("--dry-run") == 0
+    assert "truncate the source" in capsys.readouterr().out
+    assert lake.mirror("t").exists is False
+    assert not any(s.is_boundary for s in lake.source("t").snapshots)
+
+
+def test_checkpoint_found_in_a_long_history(hlake):
+    make(hlake)
+    for i in range(15):
+        hlake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 1000 + i}])
+        assert hlake.run() == 0
+    hlake.assert_mirror_matches("t")
+    assert len(hlake.mirror("t").snapshots) > 10
+    before = hlake.mirror("t").current_id
+    assert hlake.run() == 0
+    assert hlake.mirror("t").current_id == before
+
+
+def test_mirror_maintenance_keeps_the_checkpoint(lake):
+    make(lake)
+    for i in range(3):
+        lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 500 + i}])
+        assert lake.run() == 0
+    mq = lake.mirror_q("t")
+    cat = lake.catalog
+    ident = f"{lake.cow_ns}.t_cow"
+    lake.writer.spark.sql(f"CALL {cat}.system.rewrite_data_files(table => '{ident}', "
+                          "options => map('rewrite-all', 'true'))")
+    cur = lake.mirror("t").current_id
+    lake.writer.spark.sql(f"CALL {cat}.system.expire_snapshots(table => '{ident}', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert [s.snapshot_id for s in lake.mirror("t").snapshots] == [cur]
+    assert lake.run() == 0
+    assert lake.mirror("t").current_id == cur  # nothing replayed, nothing committed
+    lake.writer.commit("t", [{"_olake_id": "11", "_op_type": "u", "v": 11}], pure_deletes=["12"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert mq
+
+
+@pytest.mark.parametrize("name", ["we'ird", "back`tick", "dot.ted", "sp ace", "ünï-cödé", "x; DROP TABLE y"])
+def test_hostile_table_names_work(hlake, name):
+    make(hlake, name)
+    hlake.writer.commit(name, [{"_olake_id": "1", "_op_type": "u", "v": 9}], pure_deletes=["2"])
+    assert hlake.run("--tables", name) == 0
+    hlake.assert_mirror_matches(name)
+
+
+def test_pyiceberg_refuses_the_source_but_reads_the_mirror(hlake):
+    from testkit.local import pyiceberg_rows
+
+    make(hlake)
+    assert hlake.run() == 0
+    hlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 3}])
+    with pytest.raises(ValueError, match="equality deletes"):
+        pyiceberg_rows(hlake.source("t").metadata_location)
+    assert hlake.run() == 0
+    hlake.assert_mirror_matches("t")
+
+
+def test_missing_namespace_is_a_clear_error(hlake, capsys):
+    assert hlake.run("--tables", "nope") == 1
+    out = capsys.readouterr()
+    assert "does not exist" in out.out + out.err
+    assert hlake.run() == 2
+    assert "namespace" in capsys.readouterr().err
+
+
+def test_iceberg_tables_reads_state_without_spark_jobs(hlake):
+    make(hlake)
+    state = IcebergTables(hlake.writer.spark, hlake.catalog).state(hlake.ns, "t")
+    assert state.exists and state.current_id and state.uuid

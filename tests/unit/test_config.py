@@ -1,0 +1,98 @@
+"""Destination-config rules shared by the job and the trigger."""
+import json
+
+import pytest
+
+from olake_cow.config import catalog_properties, jdbc_driver_jar, parse_destination, redact
+from olake_cow.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+
+def dest(**writer):
+    return json.dumps({"type": "ICEBERG", "writer": writer})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "must be a JSON object"),
+    (json.dumps({"type": "ICEBERG"}), "no 'writer' object"),
+    (json.dumps({"type": "PARQUET", "writer": {}}), "type must be ICEBERG"),
+    (json.dumps({"type": "ICEBERG", "writer": "x"}), "'writer' must be a JSON object"),
+    (dest(catalog_type="oracle", iceberg_s3_path="s3://b"), "catalog_type 'oracle' is not supported"),
+    (dest(catalog_type="jdbc", iceberg_s3_path="s3://b"), "writer.jdbc_url is required"),
+    (dest(catalog_type="hive", iceberg_s3_path="s3://b"), "writer.hive_uri is required"),
+    (dest(catalog_type="lakekeeper", iceberg_s3_path="wh"), "writer.rest_catalog_url is required"),
+    (dest(catalog_type="glue"), "writer.iceberg_s3_path is required"),
+    (dest(catalog_type="glue", iceberg_s3_path=7), "writer.iceberg_s3_path must be a string"),
+    (dest(catalog_type="glue", iceberg_s3_path="s3://b", s3_use_ssl="maybe"), "s3_use_ssl must be true"),
+    (dest(catalog_type="glue", iceberg_s3_path="s3://b", catalog_name="a.b"), "catalog_name"),
+    (dest(catalog_type="jdbc", iceberg_s3_path="/w", jdbc_url="postgres://x"), "must start with 'jdbc:'"),
+    (dest(catalog_type="hive", iceberg_s3_path="/w", hive_uri="thrift://h", hive_clients="x"),
+     "hive_clients must be an integer"),
+])
+def test_invalid_configs_name_the_problem(text, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_destination(text)
+
+
+def test_bare_writer_object_and_unknown_keys_are_accepted():
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "bucket/wh/", "x_new": 1})
+    assert (cfg.catalog_type, cfg.catalog_name, cfg.warehouse) == ("glue", "olake_iceberg", "s3://bucket/wh")
+
+
+@pytest.mark.parametrize("alias", ["rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake"])
+def test_rest_aliases_mean_rest(alias):
+    cfg = parse_destination(dest(catalog_type=alias, rest_catalog_url="http://h:8181", iceberg_s3_path="wh"))
+    assert cfg.catalog_type == "rest" and cfg.warehouse == "wh"
+
+
+def test_s3a_warehouse_becomes_s3():
+    cfg = parse_destination(dest(catalog_type="glue", iceberg_s3_path="s3a://b/p"))
+    assert cfg.warehouse == "s3://b/p"
+
+
+def test_secrets_go_to_the_secret_properties_only():
+    cfg = parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:postgresql://h/db",
+                                 jdbc_username="u", jdbc_password="pw-123", iceberg_s3_path="s3://b",
+                                 aws_access_key="AKIAXXX", aws_secret_key="sk-456",
+                                 aws_session_token="tok-789"))
+    public, secret = catalog_properties(cfg)
+    joined = json.dumps(public)
+    for value in ("pw-123", "AKIAXXX", "sk-456", "tok-789"):
+        assert value not in joined
+        assert value in secret.values()
+    assert public["io-impl"].endswith("S3FileIO")
+
+
+def test_rest_token_and_credential_are_secret():
+    cfg = parse_destination(dest(catalog_type="rest", rest_catalog_url="http://h", iceberg_s3_path="wh",
+                                 token="t0ken", credential="id:s3cret"))
+    public, secret = catalog_properties(cfg)
+    assert secret == {"token": "t0ken", "credential": "id:s3cret"}
+    assert "t0ken" not in json.dumps(public)
+
+
+def test_secret_values_include_password_in_jdbc_url():
+    cfg = parse_destination(dest(catalog_type="jdbc", iceberg_s3_path="/w",
+                                 jdbc_url="jdbc:postgresql://h/db?user=a&password=urlpass"))
+    assert "urlpass" in cfg.secret_values()
+    assert "urlpass" not in redact("connect jdbc:postgresql://h/db?password=urlpass", cfg.secret_values())
+
+
+def test_repr_of_config_hides_the_writer():
+    cfg = parse_destination(dest(catalog_type="glue", iceberg_s3_path="s3://b", aws_secret_key="zzz-secret"))
+    assert "zzz-secret" not in repr(cfg)
+
+
+def test_jdbc_driver_comes_from_the_os_java_folder_or_the_config():
+    pg = parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:postgresql://h/d", iceberg_s3_path="/w"))
+    lite = parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:sqlite:/tmp/x.db", iceberg_s3_path="/w"))
+    own = parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:mysql://h/d", iceberg_s3_path="/w",
+                                 jdbc_driver_jar="s3://b/mysql.jar"))
+    assert jdbc_driver_jar(pg) == "/usr/share/java/postgresql.jar"
+    assert jdbc_driver_jar(lite) == "/usr/share/java/sqlite-jdbc.jar"
+    assert jdbc_driver_jar(own) == "s3://b/mysql.jar"
+    with pytest.raises(ConfigError, match="mysql"):
+        jdbc_driver_jar(parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:mysql://h/d",
+                                               iceberg_s3_path="/w")))

@@ -1,0 +1,145 @@
+"""The planner on literal snapshot lists: no JVM."""
+import pytest
+
+from olake_cow.checkpoint import CHECKPOINT_PROPERTY, Marker
+from olake_cow.planner import Blocked, Done, Merge, Publish, Truncate, plan_next, plan_run
+from olake_cow.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+
+pytestmark = pytest.mark.unit
+UUID = "src-uuid"
+
+
+def snap(sid, parent, *, boundary=False, adds=True, ts=None, **summary):
+    s = {"added-data-files": "1" if adds and not boundary else "0"}
+    if boundary:
+        s[BOUNDARY_KEY] = "run"
+    s.update(summary)
+    return Snapshot(sid, parent, ts if ts is not None else sid, "delete" if boundary else "append", s)
+
+
+def source(*snaps, uuid=UUID, current=None):
+    return TableState(True, uuid, current if current is not None else (snaps[-1].snapshot_id
+                                                                        if snaps else None), snaps)
+
+
+def mirror(*snaps, current=None, props=None):
+    return TableState(True, "mirror-uuid", current if current is not None else (
+        snaps[-1].snapshot_id if snaps else None), snaps, props or {})
+
+
+def published(sid, parent, boundary, uuid=UUID, key="wap.id"):
+    return Snapshot(sid, parent, sid, "overwrite", {key: Marker(uuid, boundary).wap_id,
+                                                    "total-records": "1"})
+
+
+def test_new_source_without_mirror_truncates_first():
+    assert plan_next(source(snap(1, None), snap(2, 1)), MISSING) == Truncate()
+
+
+def test_after_truncate_without_mirror_rebuilds_from_the_boundary_parent():
+    src = source(snap(1, None), snap(2, 1), snap(3, 2, boundary=True))
+    assert plan_next(src, MISSING) == Merge(3, 2, rebuild=True)
+
+
+def test_idle_source_plans_nothing():
+    src = source(snap(1, None), snap(2, 1, boundary=True))
+    assert plan_next(src, mirror(published(10, None, 2))) == Done("up to date")
+
+
+def test_snapshots_that_add_no_files_do_not_open_a_change_set():
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2, adds=False))
+    assert isinstance(plan_next(src, mirror(published(10, None, 2))), Done)
+
+
+def test_pending_boundaries_are_merged_oldest_first():
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True),
+                 snap(5, 4), snap(6, 5, boundary=True))
+    assert plan_next(src, mirror(published(10, None, 2))) == Merge(4, 3, rebuild=False)
+    assert plan_run(src, mirror(published(10, None, 2))) == [
+        "merge change set of boundary 4 (source snapshot 3)",
+        "merge change set of boundary 6 (source snapshot 5)"]
+
+
+def test_open_changes_after_merged_boundaries_truncate():
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2))
+    assert plan_next(src, mirror(published(10, None, 2))) == Truncate()
+
+
+def test_checkpoint_is_found_beyond_ten_snapshots():
+    maint = [Snapshot(100 + i, 99 + i if i else 10, 100 + i, "replace", {}) for i in range(30)]
+    m = mirror(published(10, None, 2), *maint)
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
+    assert plan_next(src, m) == Merge(4, 3, rebuild=False)
+
+
+def test_checkpoint_survives_expiry_through_the_table_property():
+    m = mirror(Snapshot(200, 199, 200, "replace", {}),
+               props={CHECKPOINT_PROPERTY: Marker(UUID, 4).wap_id})
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
+    assert plan_next(src, m) == Done("up to date")
+
+
+def test_cherry_picked_marker_counts_as_published():
+    m = mirror(Snapshot(11, None, 11, "append", {"published-wap-id": Marker(UUID, 2).wap_id}))
+    src = source(snap(1, None), snap(2, 1, boundary=True))
+    assert plan_next(src, m) == Done("up to date")
+
+
+def test_staged_merge_on_current_mirror_snapshot_is_published():
+    staged = Snapshot(11, 10, 11, "overwrite", {"wap.id": Marker(UUID, 4).wap_id})
+    m = mirror(published(10, None, 2), staged, current=10)
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
+    assert plan_next(src, m) == Publish(11, 4, 3, rebuild=False)
+
+
+def test_staged_merge_that_cannot_fast_forward_is_redone_not_counted():
+    staged = Snapshot(11, 10, 11, "overwrite", {"wap.id": Marker(UUID, 4).wap_id})
+    rewrite = Snapshot(12, 10, 12, "replace", {})
+    m = mirror(published(10, None, 2), staged, rewrite, current=12)
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
+    assert plan_next(src, m) == Merge(4, 3, rebuild=False)
+
+
+def test_recreated_source_rebuilds_the_mirror():
+    m = mirror(published(10, None, 2, uuid="old-uuid"))
+    src = source(snap(1, None), snap(5, 1, boundary=True), uuid="new-uuid")
+    assert plan_next(src, m) == Merge(5, 1, rebuild=True)
+
+
+def test_checkpoint_missing_from_source_history_blocks():
+    m = mirror(published(10, None, 42))
+    src = source(snap(50, 49), snap(51, 50, boundary=True))
+    assert isinstance(plan_next(src, m), Blocked)
+
+
+def test_expired_checkpoint_with_intact_history_after_it_continues():
+    m = mirror(published(10, None, 4))
+    src = source(snap(5, 4), snap(6, 5, boundary=True))
+    assert plan_next(src, m) == Merge(6, 5, rebuild=False)
+
+
+def test_rebuild_is_blocked_when_early_change_sets_were_expired():
+    src = source(snap(5, 4), snap(6, 5, boundary=True), snap(7, 6))
+    assert isinstance(plan_next(src, MISSING), Blocked)
+
+
+def test_expired_change_set_blocks():
+    m = mirror(published(10, None, 2))
+    src = TableState(True, UUID, 4, (snap(1, None), snap(2, 1, boundary=True),
+                                     snap(4, 3, boundary=True)))
+    step = plan_next(src, m)
+    assert isinstance(step, Blocked)
+
+
+def test_staged_snapshots_of_rolled_back_branches_are_ignored_in_source_lineage():
+    # 9 is a non-ancestor (e.g. a writer's staged append) and must not count as a change
+    src = TableState(True, UUID, 2, (snap(1, None), snap(2, 1, boundary=True), snap(9, 2)))
+    assert isinstance(plan_next(src, mirror(published(10, None, 2))), Done)
+
+
+def test_empty_source_has_nothing_to_do():
+    assert plan_next(source(), MISSING) == Done("the source table has no snapshots yet")
+
+
+def test_missing_source_is_blocked():
+    assert isinstance(plan_next(MISSING, MISSING), Blocked)

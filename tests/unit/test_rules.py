@@ -1,0 +1,72 @@
+"""Schema alignment, audit, checkpoint parsing, identifier quoting and the MERGE text."""
+import pytest
+
+from olake_cow.audit import audit, audit_problems
+from olake_cow.changes import ACTION, escape_glob, merge_sql
+from olake_cow.checkpoint import Marker, parse_marker
+from olake_cow.errors import AuditError, InvalidNameError, SchemaEvolutionError
+from olake_cow.identifiers import qualified, quote, validate_name
+from olake_cow.schema import schema_changes
+from olake_cow.snapshots import Snapshot
+
+pytestmark = pytest.mark.unit
+
+
+def test_new_columns_and_promotions_are_applied():
+    src = [("_olake_id", "string"), ("a", "bigint"), ("b", "double"), ("c", "decimal(12,2)"), ("n", "string")]
+    mir = [("_olake_id", "string"), ("a", "int"), ("b", "float"), ("c", "decimal(10,2)")]
+    assert schema_changes(src, mir) == [("widen", "a", "bigint"), ("widen", "b", "double"),
+                                        ("widen", "c", "decimal(12,2)"), ("add", "n", "string")]
+
+
+def test_incompatible_type_change_is_refused():
+    with pytest.raises(SchemaEvolutionError, match="'a' changed from int to string"):
+        schema_changes([("a", "string")], [("a", "int")], "t")
+
+
+def test_mirror_only_columns_are_kept():
+    assert schema_changes([("a", "int")], [("a", "int"), ("old", "string")]) == []
+
+
+def test_audit_refuses_delete_files_and_wrong_counts():
+    good = Snapshot(1, None, 1, "overwrite", {"total-records": "5", "total-delete-files": "0"})
+    bad = Snapshot(2, None, 2, "overwrite", {"total-records": "6", "total-delete-files": "1",
+                                            "total-equality-deletes": "3"})
+    audit(good, 5, "m")
+    assert audit_problems(bad, 5) == ["total-delete-files=1", "total-equality-deletes=3",
+                                      "total-records=6, expected 5"]
+    with pytest.raises(AuditError, match="staged snapshot 2 failed its audit"):
+        audit(bad, 5, "m")
+
+
+@pytest.mark.parametrize("value", [None, "", "x", "olake-cow:u", "olake-cow::5", "olake-cow:u:x",
+                                   "other:u:5", "olake-cow:u:5:6"])
+def test_foreign_wap_ids_are_not_checkpoints(value):
+    assert parse_marker(value) is None
+
+
+def test_marker_round_trips():
+    m = Marker("abc-def", -123)
+    assert parse_marker(m.wap_id) == m
+
+
+def test_identifiers_are_quoted():
+    assert quote("a`b") == "`a``b`"
+    assert qualified("c", "n s", "t.x") == "`c`.`n s`.`t.x`"
+
+
+@pytest.mark.parametrize("name", ["", "  ", "a\x00b", "a/b", "x" * 300, "a\u200bb"])
+def test_unusable_names_are_refused(name):
+    with pytest.raises(InvalidNameError):
+        validate_name("table", name)
+
+
+def test_merge_statement_deletes_updates_and_inserts_by_key():
+    sql = merge_sql("`c`.`n`.`m`", "`v`", ["_olake_id", "a", "late"], ["_olake_id", "a", ACTION])
+    assert "WHEN MATCHED AND s.`__olake_cow_action` = 'D' THEN DELETE" in sql
+    assert "t.`late` = NULL" in sql and "t.`a` = s.`a`" in sql
+    assert "INSERT (`_olake_id`, `a`) VALUES (s.`_olake_id`, s.`a`)" in sql
+
+
+def test_glob_characters_in_paths_are_escaped():
+    assert escape_glob("/w/t[1]/{a}*?.parquet") == "/w/t\\[1\\]/\\{a\\}\\*\\?.parquet"
