@@ -22,7 +22,8 @@ setup: $(STAMP) ## create .venv with the pinned toolchain
 demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) ## run every test (unit, moto, Spark, PostgreSQL)
+test: $(STAMP) ## run every test (unit, moto, Spark, PostgreSQL); installs Debian deps as root
+	bash scripts/system-deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## unit tests only (no JVM)

@@ -14,13 +14,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
 
+from testkit.local import (  # noqa: E402
+    hadoop_destination,
+    local_session,
+    pyiceberg_rows,
+    read_rows,
+    write_destination,
+    writer_session,
+)
+from testkit.model import diff, normalized  # noqa: E402
+from testkit.olake_writer import OlakeWriter  # noqa: E402
+
 from olake_cow.cli import main as job  # noqa: E402
 from olake_cow.iceberg import IcebergTables  # noqa: E402
 from olake_cow.identifiers import qualified  # noqa: E402
-from testkit.local import (  # noqa: E402
-    hadoop_destination, local_session, pyiceberg_rows, read_rows, write_destination, writer_session)
-from testkit.model import diff, normalized  # noqa: E402
-from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 WORK = os.path.join(ROOT, ".demo")
 CATALOG, NS, TABLE = "olake_iceberg", "postgres_shop_public", "orders"

@@ -276,4 +276,4 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
-__all__ = ["JobOptions", "TableJob", "run_tables", "new_run_id", "Snapshot", "marker_of"]
+__all__ = ["JobOptions", "Snapshot", "TableJob", "marker_of", "new_run_id", "run_tables"]

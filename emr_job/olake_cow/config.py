@@ -131,7 +131,7 @@ def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) or (
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
         isinstance(value, str) and value.strip().isdigit())
 
 

@@ -4,15 +4,15 @@ import itertools
 import os
 
 import pytest
+from testkit import pg
+from testkit.local import local_session, pyiceberg_rows, read_rows, write_destination, writer_session
+from testkit.model import diff, normalized
+from testkit.olake_writer import OlakeWriter
 
 from olake_cow.cli import main as job_main
 from olake_cow.iceberg import IcebergTables
 from olake_cow.identifiers import qualified
 from olake_cow.spark_session import local_iceberg_jar
-from testkit import pg
-from testkit.local import local_session, pyiceberg_rows, read_rows, write_destination, writer_session
-from testkit.model import diff, normalized
-from testkit.olake_writer import OlakeWriter
 
 _ns = itertools.count(1)
 HADOOP, JDBC = "hcat", "pgcat"

@@ -1,0 +1,131 @@
+"""Failures injected at each step of a cycle, then a rerun: the mirror must end up right."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from olake_cow import compactor, iceberg
+from olake_cow.changes import ChangeStats
+
+pytestmark = [pytest.mark.spark]
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def setup(lake):
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(20)])
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100},
+                             {"_olake_id": "2", "_op_type": "d"}], pure_deletes=["3"])
+
+
+def crash_after(monkeypatch, cls, name):
+    real = getattr(cls, name)
+
+    def wrapper(self, *a, **kw):
+        real(self, *a, **kw)
+        raise Crash(f"injected crash after {name}")
+
+    monkeypatch.setattr(cls, name, wrapper)
+
+
+def crash_before(monkeypatch, cls, name):
+    def wrapper(self, *a, **kw):
+        raise Crash(f"injected crash before {name}")
+
+    monkeypatch.setattr(cls, name, wrapper)
+
+
+@pytest.mark.parametrize("where", [
+    ("after", iceberg.IcebergTables, "truncate"),
+    ("before", compactor.TableJob, "_write"),
+    ("after", compactor.TableJob, "_write"),
+    ("after", iceberg.IcebergTables, "publish"),
+    ("after", iceberg.IcebergTables, "set_checkpoint"),
+])
+def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
+    when, cls, name = where
+    setup(lake)
+    with monkeypatch.context() as m:
+        (crash_after if when == "after" else crash_before)(m, cls, name)
+        assert lake.run() == 1
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert lake.run() == 0  # and then it is idle
+    lake.assert_mirror_matches("t")
+
+
+def test_crash_between_truncate_and_merge_with_new_commits_in_between(lake, monkeypatch):
+    setup(lake)
+    with monkeypatch.context() as m:
+        crash_after(m, iceberg.IcebergTables, "truncate")
+        assert lake.run() == 1
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 101}], pure_deletes=["4"])
+    with monkeypatch.context() as m:
+        crash_after(m, iceberg.IcebergTables, "truncate")
+        assert lake.run() == 1
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "d"}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch):
+    setup(lake)
+    with monkeypatch.context() as m:
+        crash_after(m, compactor.TableJob, "_write")
+        assert lake.run() == 1
+    staged = [s for s in lake.mirror("t").snapshots if s.snapshot_id != lake.mirror("t").current_id
+              and "wap.id" in s.summary]
+    # a maintenance commit moves the mirror on: the staged merge can no longer be fast-forwarded
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rewrite_data_files(table => "
+                          f"'{lake.cow_ns}.t_cow', options => map('rewrite-all', 'true'))")
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    from olake_cow.snapshots import ancestors
+
+    published = {s.snapshot_id for s in ancestors(lake.mirror("t"))[0]}
+    assert staged and not {s.snapshot_id for s in staged} & published
+
+
+def test_audit_failure_publishes_nothing(hlake, monkeypatch):
+    setup(hlake)
+    before = hlake.mirror("t").current_id
+    monkeypatch.setattr(ChangeStats, "expected_records", lambda self, parent, rebuild: -1)
+    assert hlake.run() == 1
+    assert hlake.mirror("t").current_id == before
+    monkeypatch.undo()
+    assert hlake.run() == 0
+    hlake.assert_mirror_matches("t")
+
+
+@pytest.mark.slow
+def test_random_sigkills_during_runs_lose_nothing(lake):
+    """The real command line in a subprocess, killed at random moments, then run to the end."""
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(200)])
+    rng = random.Random(int(os.environ.get("OLAKE_COW_SEED", "11")))
+    cmd = [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
+           "--source-namespace", lake.ns, "--quiet", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["emr_job", "."]))
+    kills = 0
+    for cycle in range(3):
+        keys = rng.sample(range(200), 12)
+        lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": cycle * 1000 + k} for k in keys[:8]]
+                           + [{"_olake_id": str(k), "_op_type": "d"} for k in keys[8:10]],
+                           pure_deletes=[str(k) for k in keys[10:]])
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(6, 16))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    lake.assert_mirror_matches("t")
+    print(f"kills: {kills}")
