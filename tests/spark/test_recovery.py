@@ -120,12 +120,61 @@ def test_random_sigkills_during_runs_lose_nothing(lake):
         lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": cycle * 1000 + k} for k in keys[:8]]
                            + [{"_olake_id": str(k), "_op_type": "d"} for k in keys[8:10]],
                            pure_deletes=[str(k) for k in keys[10:]])
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
         time.sleep(rng.uniform(6, 16))
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
             kills += 1
         proc.wait()
     assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
     lake.assert_mirror_matches("t")
     print(f"kills: {kills}")
+
+
+@pytest.mark.slow
+def test_writer_committing_during_runs(spark, destinations, tmp_root):
+    """OLake keeps committing while the job runs (JDBC catalog: safe across processes)."""
+    import threading
+
+    from tests.spark.conftest import Lake
+
+    lake = Lake(spark, destinations["jdbc"], tmp_root, "jdbc")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(100)])
+    cmd = [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
+           "--source-namespace", lake.ns, "--quiet", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["emr_job", "."]))
+    stop = threading.Event()
+    commits = []
+    errors = []
+
+    def write():
+        rng = random.Random(5)
+        n = 1000
+        while not stop.is_set() and len(commits) < 40:
+            try:
+                keys = rng.sample(range(100), 6)
+                lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": n + k} for k in keys[:3]]
+                                   + [{"_olake_id": str(n), "_op_type": "c", "v": n},
+                                      {"_olake_id": str(keys[3]), "_op_type": "d"}],
+                                   pure_deletes=[str(keys[4])])
+                commits.append(n)
+                n += 1
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(repr(exc))
+                return
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        codes = [subprocess.run(cmd, env=env, capture_output=True).returncode for _ in range(2)]
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors
+    assert codes == [0, 0]
+    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+    lake.assert_mirror_matches("t")
+    print(f"concurrent commits: {len(commits)}")
