@@ -30,7 +30,7 @@ test-fast: $(STAMP) ## unit tests only (no JVM)
 	$(BIN)/python -m pytest -m "unit" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check emr_job lambda testkit tests demo
+	$(BIN)/ruff check emr_job testkit tests demo
 
 typecheck: $(STAMP) ## mypy on the job package
 	$(BIN)/mypy

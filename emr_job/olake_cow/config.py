@@ -4,6 +4,7 @@ Pure Python (3.9+), no Spark and no boto3: the job and the trigger Lambda share 
 implementation of the rules. Keys follow OLake's writer config (see README, "Destination config").
 """
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -143,7 +144,8 @@ def normalize_warehouse(catalog_type: str, value: str) -> str:
     if value.startswith("s3a://") or value.startswith("s3n://"):
         value = "s3://" + value.split("://", 1)[1]
     if "://" not in value and not value.startswith("/") and not value.startswith("file:"):
-        value = "s3://" + value
+        # OLake reads `bucket/prefix` as S3; the local hadoop catalog reads it as a local path.
+        value = os.path.abspath(value) if catalog_type == "hadoop" else "s3://" + value
     return value.rstrip("/") or value
 
 

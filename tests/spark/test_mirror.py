@@ -205,3 +205,31 @@ def test_iceberg_tables_reads_state_without_spark_jobs(hlake):
     make(hlake)
     state = IcebergTables(hlake.writer.spark, hlake.catalog).state(hlake.ns, "t")
     assert state.exists and state.current_id and state.uuid
+
+
+def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinations, tmp_root, capsys, caplog):
+    import copy
+    import json
+    import os
+
+    from tests.spark.conftest import Lake
+
+    dest = copy.deepcopy(destinations["jdbc"])
+    secrets = {"jdbc_password": "pg-Secret-123", "aws_access_key": "AKIASECRETKEY0001",
+               "aws_secret_key": "wJalrSecretValue/abc", "aws_session_token": "SessTokenValue42"}
+    dest["writer"].update(secrets)
+    lake = Lake(spark, dest, tmp_root, "jdbc")
+    make(lake)
+    summary_path = os.path.join(tmp_root, f"{lake.ns}-summary.json")
+    assert lake.run("--summary-out", summary_path) == 0
+    assert lake.run("--tables", "missing_table", "--summary-out", summary_path) == 1
+    out = capsys.readouterr()
+    with open(summary_path, encoding="utf-8") as f:
+        summary = f.read()
+    launch = json.dumps(dict(spark.sparkContext.getConf().getAll()))
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    for value in secrets.values():
+        for where, text in (("stdout", out.out), ("stderr", out.err), ("summary", summary),
+                            ("launch conf", launch), ("logs", logs)):
+            assert value not in text, f"secret leaked into {where}"
+    assert "AWS_SECRET_ACCESS_KEY" not in os.environ

@@ -96,3 +96,10 @@ def test_jdbc_driver_comes_from_the_os_java_folder_or_the_config():
     with pytest.raises(ConfigError, match="mysql"):
         jdbc_driver_jar(parse_destination(dest(catalog_type="jdbc", jdbc_url="jdbc:mysql://h/d",
                                                iceberg_s3_path="/w")))
+
+
+def test_relative_hadoop_warehouse_is_a_local_path():
+    import os
+
+    cfg = parse_destination({"catalog_type": "hadoop", "iceberg_s3_path": "wh/x"})
+    assert cfg.warehouse == os.path.abspath("wh/x")
