@@ -6,8 +6,6 @@ from typing import Any, Dict, List, Optional
 from olake_cow.config import DestinationConfig, parse_destination
 from olake_cow.spark_session import build_session, table_session
 
-from .model import normalized
-
 
 def hadoop_destination(warehouse: str, catalog: str = "olake_iceberg") -> Dict[str, Any]:
     return {"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "catalog_name": catalog,
@@ -44,7 +42,3 @@ def pyiceberg_rows(metadata_location: str) -> List[Dict[str, Any]]:
 
     table = StaticTable.from_metadata(metadata_location)
     return table.scan().to_arrow().to_pylist()
-
-
-def compare(actual: List[Dict[str, Any]], expected: List[Dict[str, Any]], columns) -> tuple:
-    return normalized(actual, columns), normalized(expected, columns)

@@ -92,7 +92,7 @@ class OlakeWriter:
         eq_keys = list(dict.fromkeys(
             [r["_olake_id"] for r in batch if r["_op_type"] in ("u", "d")] + pure))
         t = self.tables.load(self.namespace, table)
-        data_files = self._stage_data(table, batch) if batch else []
+        staged, data_files = self._stage_data(table, batch) if batch else (None, [])
         t.refresh()
         delta = t.newRowDelta()
         for f in data_files:
@@ -101,7 +101,7 @@ class OlakeWriter:
         for f in self._eq_delete_files(t, eq_keys, model, batch):
             delta.addDeletes(f)
         if dedupe and batch:
-            for f in self._dup_position_deletes(table, t, data_files, batch):
+            for f in self._dup_position_deletes(table, t, staged, data_files, batch):
                 delta.addDeletes(f)
         if not data_files and not eq_keys:
             return None
@@ -111,7 +111,8 @@ class OlakeWriter:
         model.apply(batch, pure)
         return int(t.currentSnapshot().snapshotId())
 
-    def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> list:
+    def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> tuple:
+        """(staged snapshot, its data files) of a WAP append of the batch."""
         schema = self.spark.table(self.q(table)).schema
         data = [tuple(r.get(f.name) for f in schema.fields) for r in batch]
         df = self.spark.createDataFrame(data, schema=schema)
@@ -125,8 +126,7 @@ class OlakeWriter:
         staged = [s for s in t.snapshots() if s.summary().get("wap.id") == wap]
         if not staged:
             raise RuntimeError(f"writer: staged append {wap} not found")
-        self._last_staged = staged[0]
-        return list(staged[0].addedDataFiles(t.io()))
+        return staged[0], list(staged[0].addedDataFiles(t.io()))
 
     def _factory(self, t, equality: bool):
         jvm = self.spark._jvm
@@ -198,7 +198,7 @@ class OlakeWriter:
             return jvm.java.time.LocalDate.parse(value.isoformat())
         return value
 
-    def _dup_position_deletes(self, table: str, t, data_files: list,
+    def _dup_position_deletes(self, table: str, t, staged, data_files: list,
                               batch: List[Dict[str, Any]]) -> list:
         counts: Dict[str, int] = {}
         for r in batch:
@@ -208,7 +208,7 @@ class OlakeWriter:
         from pyspark.sql import functions as F
 
         paths = {str(f.location()): f for f in data_files}
-        staged_id = int(self._last_staged.snapshotId())
+        staged_id = int(staged.snapshotId())
         df = (self.spark.read.format("iceberg").option("snapshot-id", staged_id)
               .load(self.q(table))
               .select("_file", "_pos", "_olake_id", "_cdc_timestamp", "_olake_timestamp")

@@ -17,7 +17,6 @@ class ChangeStats:
     inserted: int  # upserted keys the mirror did not have
     updated: int  # upserted keys the mirror had
     deleted: int  # deleted keys the mirror had
-    rows_read: int  # visible rows in the change set (before per-key resolution)
     delete_keys: int  # keys removed by equality deletes alone
 
     def expected_records(self, parent_records: int, rebuild: bool) -> int:
@@ -33,7 +32,8 @@ def escape_glob(path: str) -> str:
 
 def read_change_set(session, source_q: str, change_id: Optional[int], key_field_id: int,
                     delete_mode: str):
-    """(changes DataFrame with ACTION, rows read, delete-only keys). Cached: scanned once."""
+    """The resolved change set: one row per key with ACTION ('U' upsert, 'D' delete), including
+    keys removed by equality deletes alone. Persisted, so the source is scanned once."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -85,7 +85,7 @@ def change_stats(changes, mirror_keys) -> ChangeStats:
     if mirror_keys is None:
         row = changes.agg(F.sum(upsert.cast("long")).alias("u"),
                           F.sum((~upsert).cast("long")).alias("d")).collect()[0]
-        return ChangeStats(int(row["u"] or 0), 0, 0, 0, int(row["d"] or 0))
+        return ChangeStats(int(row["u"] or 0), 0, 0, int(row["d"] or 0))
     present = mirror_keys.select(F.col(KEY), F.lit(True).alias("__in_mirror"))
     joined = changes.select(KEY, ACTION).join(present, on=KEY, how="left")
     hit = F.col("__in_mirror").isNotNull()
@@ -95,7 +95,7 @@ def change_stats(changes, mirror_keys) -> ChangeStats:
         F.sum((~upsert & hit).cast("long")).alias("del"),
         F.sum((~upsert).cast("long")).alias("dk"),
     ).collect()[0]
-    return ChangeStats(int(row["ins"] or 0), int(row["upd"] or 0), int(row["del"] or 0), 0,
+    return ChangeStats(int(row["ins"] or 0), int(row["upd"] or 0), int(row["del"] or 0),
                        int(row["dk"] or 0))
 
 

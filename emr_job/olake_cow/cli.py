@@ -5,7 +5,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from .config import DestinationConfig, is_s3, parse_destination, redact
+from .config import DestinationConfig, parse_destination, redact
 from .errors import ConfigError, OlakeCowError, TableNotFoundError
 from .identifiers import validate_name
 
@@ -96,8 +96,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
-    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra,
-            "s3_summary": bool(args.summary_out and is_s3(args.summary_out))}
+    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -119,7 +118,7 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
     from .compactor import JobOptions, new_run_id, run_tables
     from .iceberg import IcebergTables
     from .spark_session import build_session
-    from .summary import render, write_summary
+    from .summary import write_summary
 
     secrets = cfg.secret_values()
     run_id = new_run_id()
@@ -134,7 +133,7 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         session = build_session(cfg, f"olake-cow {o['source']}", args.spark_master, o["extra"])
         tables = o["tables"]
         if tables is None:
-            tables = [t for t in IcebergTables(session, cfg.catalog_name).list_tables(o["source"])]
+            tables = IcebergTables(session, cfg.catalog_name).list_tables(o["source"])
         log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
                  " (dry run)" if args.dry_run else "")
         opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run,
@@ -163,8 +162,6 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         except Exception as exc:  # noqa: BLE001
             print(f"olake-cow: cannot write summary to {args.summary_out}: {exc}", file=sys.stderr)
             code = code or EXIT_TABLE_FAILED
-    if args.quiet is False and not args.summary_out:
-        log.debug("%s", render(summary))
     return code
 
 

@@ -10,13 +10,13 @@ from typing import Callable, List, Optional
 from . import planner
 from .audit import audit
 from .changes import KEY, aligned_rows, change_stats, merge_sql, read_change_set
-from .checkpoint import SOURCE_PROPERTY, Marker, marker_of, staged_for
+from .checkpoint import SOURCE_PROPERTY, Marker, find_checkpoint, staged_for
 from .config import DestinationConfig, redact
-from .errors import HistoryError, OlakeCowError, SchemaEvolutionError
+from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SchemaEvolutionError
 from .iceberg import IcebergTables
 from .identifiers import qualified, quote
 from .schema import schema_changes
-from .snapshots import Snapshot, TableState
+from .snapshots import TableState
 from .spark_session import table_session
 from .summary import TableResult
 
@@ -90,8 +90,8 @@ class TableJob:
                 return
             if isinstance(step, planner.Done):
                 self.result.status = "merged" if self.result.boundaries_merged else "up_to_date"
-                cp = _checkpoint_of(mirror)
-                self.result.checkpoint = cp
+                cp = find_checkpoint(mirror)
+                self.result.checkpoint = cp.boundary_id if cp else None
                 self.say("%s", step.reason if not self.result.boundaries_merged else
                          f"done: {self.result.boundaries_merged} change set(s) merged")
                 return
@@ -158,9 +158,11 @@ class TableJob:
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_records = parent.summary_int("total-records") if parent else 0
-        key_id = self.tables.key_field_id(self.opts.source_namespace, self.table)
+        if source.key_field_id is None:
+            raise NotOlakeTableError(f"table {self.opts.source_namespace}.{self.table} has no _olake_id "
+                                     "column; it is not an OLake table")
         with _Clock(self.result, "reading_changes"):
-            changes = read_change_set(self.session, self.source_q, step.change_id, key_id,
+            changes = read_change_set(self.session, self.source_q, step.change_id, source.key_field_id,
                                       self.opts.delete_mode)
             mirror_keys = None if rebuild else self.session.table(self.mirror_q).select(KEY)
             stats = change_stats(changes, mirror_keys)
@@ -218,13 +220,6 @@ class TableJob:
             self.session.conf.unset("spark.wap.id")
 
 
-def _checkpoint_of(mirror: TableState) -> Optional[int]:
-    from .checkpoint import find_checkpoint
-
-    cp = find_checkpoint(mirror)
-    return cp.boundary_id if cp else None
-
-
 def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
                on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
     """Run every table, `opts.parallelism` at a time; one failure never stops the others."""
@@ -275,5 +270,3 @@ def error_text(exc: BaseException) -> str:
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
-
-__all__ = ["JobOptions", "Snapshot", "TableJob", "marker_of", "new_run_id", "run_tables"]

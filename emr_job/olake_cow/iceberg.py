@@ -4,7 +4,7 @@ import json
 from typing import Dict, List, Optional
 
 from .checkpoint import CHECKPOINT_PROPERTY
-from .errors import NotOlakeTableError, TableNotFoundError
+from .errors import TableNotFoundError
 from .snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
 
 COW_PROPERTIES = {
@@ -135,10 +135,3 @@ class IcebergTables:
         for f in t.spec().fields():
             terms.append(f"{f.transform().toString()}({schema.findColumnName(f.sourceId())})")
         return ",".join(terms)
-
-    def key_field_id(self, namespace: str, table: str) -> int:
-        field = self.load(namespace, table).schema().findField("_olake_id")
-        if field is None:
-            raise NotOlakeTableError(f"table {namespace}.{table} has no _olake_id column; "
-                                     "it is not an OLake table")
-        return int(field.fieldId())

@@ -44,6 +44,7 @@ class TableState:
     snapshots: Tuple[Snapshot, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     metadata_location: Optional[str] = None
+    key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
 
     def by_id(self) -> Dict[int, Snapshot]:
         return {s.snapshot_id: s for s in self.snapshots}
@@ -93,6 +94,15 @@ def snapshots_from_metadata(meta: Mapping[str, Any]) -> Tuple[Snapshot, ...]:
     return tuple(out)
 
 
+def _key_field_id(meta: Mapping[str, Any]) -> Optional[int]:
+    schemas = {s.get("schema-id"): s for s in meta.get("schemas") or ()}
+    schema = schemas.get(meta.get("current-schema-id")) or meta.get("schema") or {}
+    for f in schema.get("fields") or ():
+        if f.get("name") == "_olake_id":
+            return int(f["id"])
+    return None
+
+
 def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str] = None) -> TableState:
     current = meta.get("current-snapshot-id")
     if current is not None and int(current) < 0:  # format v1 writes -1 for "none"
@@ -104,6 +114,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         snapshots=snapshots_from_metadata(meta),
         properties=dict(meta.get("properties") or {}),
         metadata_location=metadata_location,
+        key_field_id=_key_field_id(meta),
     )
 
 

@@ -26,21 +26,20 @@ def setup(lake):
                              {"_olake_id": "2", "_op_type": "d"}], pure_deletes=["3"])
 
 
-def crash_after(monkeypatch, cls, name):
+def crash(monkeypatch, cls, name, when="after"):
+    """Make `cls.name` raise, before doing its work or after it."""
     real = getattr(cls, name)
 
     def wrapper(self, *a, **kw):
-        real(self, *a, **kw)
-        raise Crash(f"injected crash after {name}")
+        if when == "after":
+            real(self, *a, **kw)
+        raise Crash(f"injected crash {when} {name}")
 
     monkeypatch.setattr(cls, name, wrapper)
 
 
-def crash_before(monkeypatch, cls, name):
-    def wrapper(self, *a, **kw):
-        raise Crash(f"injected crash before {name}")
-
-    monkeypatch.setattr(cls, name, wrapper)
+def crash_after(monkeypatch, cls, name):
+    crash(monkeypatch, cls, name, "after")
 
 
 @pytest.mark.parametrize("where", [
@@ -54,7 +53,7 @@ def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
     when, cls, name = where
     setup(lake)
     with monkeypatch.context() as m:
-        (crash_after if when == "after" else crash_before)(m, cls, name)
+        crash(m, cls, name, when)
         assert lake.run() == 1
     assert lake.run() == 0
     lake.assert_mirror_matches("t")

@@ -143,3 +143,13 @@ def test_empty_source_has_nothing_to_do():
 
 def test_missing_source_is_blocked():
     assert isinstance(plan_next(MISSING, MISSING), Blocked)
+
+
+def test_key_field_id_comes_from_the_current_schema_in_the_metadata():
+    from olake_cow.snapshots import state_from_metadata
+
+    meta = {"table-uuid": "u", "current-schema-id": 1, "schemas": [
+        {"schema-id": 0, "fields": [{"id": 7, "name": "x"}]},
+        {"schema-id": 1, "fields": [{"id": 3, "name": "_olake_id"}, {"id": 7, "name": "x"}]}]}
+    assert state_from_metadata(meta).key_field_id == 3
+    assert state_from_metadata({"schemas": [], "current-schema-id": 0}).key_field_id is None
