@@ -92,6 +92,7 @@ class TableJob:
                 self.result.status = "merged" if self.result.boundaries_merged else "up_to_date"
                 cp = find_checkpoint(mirror)
                 self.result.checkpoint = cp.boundary_id if cp else None
+                self.result.last_change_ms = _change_time(source, cp.boundary_id if cp else None)
                 self.say("%s", step.reason if not self.result.boundaries_merged else
                          f"done: {self.result.boundaries_merged} change set(s) merged")
                 return
@@ -218,6 +219,13 @@ class TableJob:
                     self.session.catalog.dropTempView(view)
         finally:
             self.session.conf.unset("spark.wap.id")
+
+
+def _change_time(source: TableState, boundary_id: Optional[int]) -> Optional[int]:
+    """Commit time of the newest source change the mirror holds (for the lag metric)."""
+    boundary = source.snapshot(boundary_id)
+    change = source.snapshot(boundary.parent_id) if boundary else None
+    return change.timestamp_ms if change else None
 
 
 def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: List[str],

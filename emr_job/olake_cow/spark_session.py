@@ -45,7 +45,8 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
     for key, value in public.items():
         conf[f"spark.sql.catalog.{cfg.catalog_name}.{key}"] = value
     jars = []
-    driver = jdbc_driver_jar(cfg)
+    # Under spark-submit (EMR) jars must be given at submit time (the trigger's sparkSubmitParameters).
+    driver = jdbc_driver_jar(cfg) if local else None
     if driver:
         if driver.startswith("/") and not os.path.exists(driver):
             raise ConfigError(f"JDBC driver jar {driver} does not exist; install the OS package "

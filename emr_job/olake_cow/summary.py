@@ -23,6 +23,7 @@ class TableResult:
         "planning": 0.0, "reading_changes": 0.0, "merging": 0.0, "committing": 0.0})
     truncated: int = 0
     checkpoint: Optional[int] = None
+    last_change_ms: Optional[int] = None  # commit time of the newest source change in the mirror
     plan: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     error: Optional[str] = None

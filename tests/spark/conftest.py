@@ -2,6 +2,7 @@
 by a real PostgreSQL server (started here)."""
 import itertools
 import os
+import uuid
 
 import pytest
 from testkit import pg
@@ -58,7 +59,8 @@ class Lake:
         self.kind = kind
         self.dest = destination
         self.catalog = destination["writer"]["catalog_name"]
-        self.ns = f"{kind}_ns{next(_ns)}"
+        # Unique across module copies and processes: the JDBC catalog outlives one test.
+        self.ns = f"{kind}_ns{next(_ns)}_{uuid.uuid4().hex[:6]}"
         self.cow_ns = self.ns + "_cow"
         root, self.cfg = local_session(destination)
         self.root = root
@@ -103,3 +105,9 @@ def lake(request, spark, destinations, tmp_root):
 def hlake(spark, destinations, tmp_root):
     """Hadoop-catalog lake only (for tests that need just one catalog)."""
     return Lake(spark, destinations["hadoop"], tmp_root, "hadoop")
+
+
+@pytest.fixture
+def make_lake(spark, destinations, tmp_root):
+    """Factory: a lake on a given destination dict (e.g. one with extra settings)."""
+    return lambda destination, kind: Lake(spark, destination, tmp_root, kind)

@@ -207,18 +207,17 @@ def test_iceberg_tables_reads_state_without_spark_jobs(hlake):
     assert state.exists and state.current_id and state.uuid
 
 
-def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinations, tmp_root, capsys, caplog):
+def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinations, make_lake, tmp_root, capsys,
+                                                                caplog):
     import copy
     import json
     import os
-
-    from tests.spark.conftest import Lake
 
     dest = copy.deepcopy(destinations["jdbc"])
     secrets = {"jdbc_password": "pg-Secret-123", "aws_access_key": "AKIASECRETKEY0001",
                "aws_secret_key": "wJalrSecretValue/abc", "aws_session_token": "SessTokenValue42"}
     dest["writer"].update(secrets)
-    lake = Lake(spark, dest, tmp_root, "jdbc")
+    lake = make_lake(dest, "jdbc")
     make(lake)
     summary_path = os.path.join(tmp_root, f"{lake.ns}-summary.json")
     assert lake.run("--summary-out", summary_path) == 0

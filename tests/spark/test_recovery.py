@@ -132,13 +132,11 @@ def test_random_sigkills_during_runs_lose_nothing(lake):
 
 
 @pytest.mark.slow
-def test_writer_committing_during_runs(spark, destinations, tmp_root):
+def test_writer_committing_during_runs(destinations, make_lake):
     """OLake keeps committing while the job runs (JDBC catalog: safe across processes)."""
     import threading
 
-    from tests.spark.conftest import Lake
-
-    lake = Lake(spark, destinations["jdbc"], tmp_root, "jdbc")
+    lake = make_lake(destinations["jdbc"], "jdbc")
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(100)])
     cmd = [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
