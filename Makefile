@@ -26,13 +26,13 @@ test: $(STAMP) ## run every test (unit, moto, Spark, PostgreSQL); installs Debia
 	bash scripts/system-deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-fast: $(STAMP) ## unit tests only (no JVM)
-	$(BIN)/python -m pytest -m "unit" $(PYTEST_ARGS)
+test-fast: $(STAMP) ## unit and moto tests only (no JVM)
+	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check emr_job testkit tests demo
+	$(BIN)/ruff check emr_job lambda testkit tests demo
 
-typecheck: $(STAMP) ## mypy on the job package
+typecheck: $(STAMP) ## mypy on the job and trigger packages
 	$(BIN)/mypy
 
 clean: ## remove local warehouses and caches (keeps .venv)

@@ -1,0 +1,230 @@
+"""Classifies the events the trigger accepts into small records. Pure: no AWS calls.
+
+Accepted:
+- S3 "Object Created" (via EventBridge) for `<warehouse>/<namespace>[.db]/<table>[-<uuid>]/metadata/*.metadata.json`
+- EMR Serverless "Job Run State Change" (via EventBridge)
+- a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false}`,
+  bare or as the `detail` of an EventBridge "Scheduled Event"
+- the debounce timer this Lambda sets: `{"trigger": "debounce", "namespace": "..."}`
+- direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false}`
+"""
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from urllib.parse import unquote_plus
+
+from olake_cow.errors import OlakeCowError
+from olake_cow.identifiers import validate_name
+
+from .settings import Settings
+
+TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
+# Some catalogs suffix table folders with a UUID: <table>-<uuid>.
+_TABLE_DIR = re.compile(r"^(?P<table>.+?)(-[0-9a-f]{32}|-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})?$")
+_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger"}
+_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force"}
+
+
+class EventError(OlakeCowError):
+    """The event is not one the trigger accepts; the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A metadata commit of a source table (one per table per OLake sync)."""
+
+    namespace: str
+    table: str
+    bucket: str
+    key: str
+    event_id: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Compact these namespaces (tables None = all tables of the namespace)."""
+
+    trigger: str  # schedule | direct | debounce
+    targets: Tuple[Tuple[str, Optional[Tuple[str, ...]]], ...]
+    window: str  # what makes a retried invocation recognisable (client token)
+    force: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class JobStateChange:
+    application_id: str
+    job_run_id: str
+    state: str
+    event_id: str
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+Event = Union[Commit, Ignored, RunRequest, JobStateChange]
+
+
+def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
+    """`warehouse`: where table folders live (the config's warehouse), for mapping S3 keys."""
+    if not isinstance(event, Mapping):
+        raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
+    source, detail_type = event.get("source"), event.get("detail-type")
+    if source == "aws.s3":
+        if detail_type != "Object Created":
+            return Ignored(f"S3 event {detail_type!r} is not an object creation")
+        return _commit(event, settings, warehouse)
+    if source == "aws.emr-serverless":
+        if detail_type != "EMR Serverless Job Run State Change":
+            return Ignored(f"EMR Serverless event {detail_type!r} is not a job run state change")
+        detail = _mapping(event.get("detail"), "detail")
+        return JobStateChange(_text(detail, "applicationId"), _text(detail, "jobRunId"),
+                              _text(detail, "state").upper(), str(event.get("id") or ""))
+    if detail_type == "Scheduled Event":
+        payload = dict(_mapping(event.get("detail"), "detail"))
+        payload.setdefault("trigger", "schedule")
+        payload.setdefault("window", str(event.get("time") or ""))
+        return _schedule(payload, request_id)
+    if source is not None or detail_type is not None:
+        raise EventError(f"unsupported event: source {source!r}, detail-type {detail_type!r}; "
+                         "expected S3 Object Created, EMR Serverless Job Run State Change, "
+                         "a schedule or a direct invocation")
+    trigger = event.get("trigger", "direct")
+    if trigger == "schedule":
+        return _schedule(event, request_id)
+    if trigger == "debounce":
+        ns = _name("namespace", event.get("namespace"))
+        return RunRequest("debounce", ((ns, None),), window=str(event.get("window") or request_id))
+    if trigger == "direct":
+        return _direct(event, request_id)
+    raise EventError(f"unknown trigger {trigger!r}; expected schedule, debounce or direct")
+
+
+def _commit(event: Mapping[str, Any], settings: Settings, warehouse: Optional[str]) -> Event:
+    detail = _mapping(event.get("detail"), "detail")
+    bucket = _text(_mapping(detail.get("bucket"), "detail.bucket"), "name")
+    key = _text(_mapping(detail.get("object"), "detail.object"), "key")
+    if "%" in key or "+" in key:
+        key = unquote_plus(key)
+    parts = key.split("/")
+    if len(parts) < 4 or parts[-2] != "metadata" or not parts[-1].endswith(".metadata.json"):
+        return Ignored(f"s3://{bucket}/{key} is not an Iceberg metadata file")
+    prefixes = [loc for loc in (warehouse, settings.warehouse_location) if loc]
+    rel = None
+    for loc in prefixes:
+        rel = _relative(loc, bucket, key)
+        if rel is not None:
+            break
+    if rel is None:
+        return Ignored(f"s3://{bucket}/{key} is outside the warehouse")
+    mirror_base = settings.cow_base_location
+    if mirror_base and _relative(mirror_base, bucket, key) is not None:
+        return Ignored(f"s3://{bucket}/{key} is under the mirror location")
+    rel_parts = rel.split("/")
+    if len(rel_parts) != 4:
+        return Ignored(f"s3://{bucket}/{key} is not <namespace>/<table>/metadata/<file> under the warehouse")
+    ns_dir, table_dir = rel_parts[0], rel_parts[1]
+    namespace = ns_dir[:-3] if ns_dir.endswith(".db") else ns_dir
+    match = _TABLE_DIR.match(table_dir)
+    table = match.group("table") if match else table_dir
+    if not settings.watches(namespace):
+        return Ignored(f"namespace {namespace!r} is not a watched source namespace")
+    return Commit(namespace, table, bucket, key, str(event.get("id") or f"{bucket}/{key}"))
+
+
+def _relative(location: str, bucket: str, key: str) -> Optional[str]:
+    loc = re.sub(r"^s3[an]?://", "", location.strip()).rstrip("/")
+    loc_bucket, _, prefix = loc.partition("/")
+    if loc_bucket != bucket:
+        return None
+    if not prefix:
+        return key
+    return key[len(prefix) + 1:] if key.startswith(prefix + "/") else None
+
+
+def _schedule(payload: Mapping[str, Any], request_id: str) -> RunRequest:
+    unknown = set(payload) - _SCHEDULE_KEYS
+    if unknown:
+        raise EventError(f"schedule input has unknown key(s): {', '.join(sorted(unknown))}")
+    namespaces = payload.get("namespaces")
+    if isinstance(namespaces, str):
+        namespaces = [namespaces]
+    if not isinstance(namespaces, list) or not namespaces:
+        raise EventError("schedule input needs 'namespaces': a non-empty list of namespace names")
+    tables = payload.get("tables") or {}
+    if not isinstance(tables, Mapping):
+        raise EventError("schedule input 'tables' must map a namespace to a list of table names")
+    names = [_name("namespace", n) for n in namespaces]
+    extra = set(tables) - set(names)
+    if extra:
+        raise EventError(f"schedule input 'tables' names namespace(s) not in 'namespaces': {sorted(extra)}")
+    targets = tuple((ns, _tables(tables.get(ns))) for ns in dict.fromkeys(names))
+    return RunRequest("schedule", targets, window=str(payload.get("window") or request_id),
+                      force=_flag(payload, "force"))
+
+
+def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
+    unknown = set(payload) - _DIRECT_KEYS
+    if unknown:
+        raise EventError(f"direct invocation has unknown key(s): {', '.join(sorted(unknown))}; "
+                         "expected namespace, tables, dry_run, force")
+    if "namespace" not in payload:
+        raise EventError("direct invocation needs 'namespace'")
+    ns = _name("namespace", payload.get("namespace"))
+    return RunRequest("direct", ((ns, _tables(payload.get("tables"))),), window=request_id,
+                      force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"))
+
+
+def _tables(value: Any) -> Optional[Tuple[str, ...]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [t for t in value.split(",") if t.strip()]
+    if not isinstance(value, list) or not value:
+        raise EventError("'tables' must be a non-empty list of table names (or omitted for all tables)")
+    return tuple(dict.fromkeys(_name("table", t) for t in value))
+
+
+def _name(kind: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise EventError(f"{kind} must be a string, got {type(value).__name__}")
+    try:
+        return validate_name(kind, value.strip())
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
+
+
+def _flag(payload: Mapping[str, Any], key: str) -> bool:
+    value = payload.get(key, False)
+    if not isinstance(value, bool):
+        raise EventError(f"'{key}' must be true or false, got {value!r}")
+    return value
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise EventError(f"event field '{where}' is missing or not an object")
+    return value
+
+
+def _text(obj: Mapping[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise EventError(f"event field '{key}' is missing or empty")
+    return value
+
+
+def as_dict(ev: Event) -> Dict[str, Any]:
+    from dataclasses import asdict
+
+    return {"kind": type(ev).__name__, **asdict(ev)}
+
+
+def table_list(tables: Optional[Tuple[str, ...]]) -> Optional[List[str]]:
+    return list(tables) if tables else None

@@ -1,0 +1,76 @@
+"""Is there anything for a job to do? Answered from catalog metadata without Spark, with the
+job's own planner, so the Lambda and the job cannot disagree about "up to date".
+
+Glue: GetTable gives each table's current metadata location; the metadata JSON in S3 gives the
+source's snapshots and the mirror's checkpoint. Other catalogs: unknown (None), so the caller
+starts the job, whose idle path commits nothing.
+"""
+import gzip
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from botocore.exceptions import ClientError
+
+from olake_cow import planner
+from olake_cow.config import DestinationConfig
+from olake_cow.snapshots import MISSING, TableState, state_from_metadata
+
+
+def read_json_s3(s3, uri: str) -> Dict[str, Any]:
+    bucket, _, key = uri.split("://", 1)[1].partition("/")
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    if body[:2] == b"\x1f\x8b":  # write.metadata.compression-codec=gzip
+        body = gzip.decompress(body)
+    return json.loads(body)
+
+
+def is_compactor_commit(meta: Dict[str, Any]) -> bool:
+    """The metadata's current snapshot is a boundary truncate made by the compactor."""
+    state = state_from_metadata(meta)
+    snap = state.snapshot(state.current_id)
+    return bool(snap and snap.is_boundary)
+
+
+class GlueFreshness:
+    def __init__(self, glue, s3, cfg: DestinationConfig, cow_suffix: str):
+        self.glue, self.s3, self.cfg, self.suffix = glue, s3, cfg, cow_suffix
+        self.catalog_id = cfg.get("glue_catalog_id")
+
+    def _ids(self) -> Dict[str, str]:
+        return {"CatalogId": self.catalog_id} if self.catalog_id else {}
+
+    def _state(self, database: str, table: str) -> TableState:
+        try:
+            t = self.glue.get_table(DatabaseName=database, Name=table, **self._ids())["Table"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "EntityNotFoundException":
+                return MISSING
+            raise
+        location = (t.get("Parameters") or {}).get("metadata_location")
+        if not location:
+            raise ValueError(f"Glue table {database}.{table} has no metadata_location: not an Iceberg table")
+        return state_from_metadata(read_json_s3(self.s3, location), location)
+
+    def _tables(self, database: str) -> List[str]:
+        names = []
+        for page in self.glue.get_paginator("get_tables").paginate(DatabaseName=database, **self._ids()):
+            for t in page.get("TableList", []):
+                if str((t.get("Parameters") or {}).get("table_type", "")).upper() == "ICEBERG":
+                    names.append(t["Name"])
+        return sorted(names)
+
+    def pending(self, namespace: str, tables: Optional[Sequence[str]]) -> Tuple[List[str], Dict[str, str]]:
+        """(tables with work, why each has work)."""
+        names = list(tables) if tables else self._tables(namespace)
+        work: Dict[str, str] = {}
+        for name in names:
+            source = self._state(namespace, name)
+            mirror = self._state(namespace + self.suffix, name + "_cow")
+            step = planner.plan_next(source, mirror)
+            if not isinstance(step, planner.Done):
+                work[name] = type(step).__name__.lower()
+        return sorted(work), work
+
+
+def freshness_for(cfg: DestinationConfig, glue, s3, cow_suffix: str) -> Optional[GlueFreshness]:
+    return GlueFreshness(glue, s3, cfg, cow_suffix) if cfg.catalog_type == "glue" else None

@@ -1,0 +1,120 @@
+"""The Lambda's settings, read once from environment variables (see README, "Trigger")."""
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from olake_cow.errors import ConfigError
+
+_S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
+
+
+@dataclass(frozen=True)
+class Settings:
+    secret_id: str
+    source_namespaces: Tuple[str, ...]  # namespaces whose commits trigger runs ("*" = any)
+    state_table: str
+    application_id: str
+    execution_role_arn: str
+    entry_point: str  # s3://.../main.py
+    py_files: str  # s3://.../olake_cow.zip
+    summary_uri: str  # s3://bucket/prefix: summaries land at <prefix>/<namespace>/<token>.json
+    cow_suffix: str = "_cow"
+    cow_base_location: Optional[str] = None  # mirrors at <base>/<cow namespace>/<table>_cow
+    warehouse_location: Optional[str] = None  # overrides the config's iceberg_s3_path for key mapping
+    quiet_period_s: int = 120
+    job_timeout_min: int = 180
+    lease_margin_min: int = 30
+    delete_mode: str = "keep"
+    parallelism: int = 4
+    iceberg_jar: str = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+    extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
+    spark_parameters: str = ""  # appended verbatim to sparkSubmitParameters
+    log_uri: Optional[str] = None  # S3 job logs
+    log_group: Optional[str] = None  # CloudWatch job logs
+    scheduler_group: str = "default"
+    scheduler_role_arn: Optional[str] = None
+    function_arn: Optional[str] = None  # debounce target; default: the invoked function
+    config_max_age_s: int = 300
+    dedupe_ttl_s: int = 7 * 24 * 3600
+    table_metrics_limit: int = 25  # per-table metrics only for runs with at most this many tables
+    region: Optional[str] = None
+
+    def cow_namespace(self, namespace: str) -> str:
+        return namespace + self.cow_suffix
+
+    def cow_location(self, namespace: str) -> Optional[str]:
+        base = (self.cow_base_location or "").rstrip("/")
+        return f"{base}/{self.cow_namespace(namespace)}" if base else None
+
+    def watches(self, namespace: str) -> bool:
+        if namespace.endswith(self.cow_suffix):
+            return False  # a mirror namespace: its commits are the compactor's own
+        return "*" in self.source_namespaces or namespace in self.source_namespaces
+
+
+_REQUIRED = {
+    "secret_id": "OLAKE_SECRET_ID",
+    "state_table": "STATE_TABLE",
+    "application_id": "EMR_APPLICATION_ID",
+    "execution_role_arn": "EMR_EXECUTION_ROLE_ARN",
+    "entry_point": "JOB_ENTRY_POINT",
+    "py_files": "JOB_PY_FILES",
+    "summary_uri": "SUMMARY_S3_URI",
+}
+
+
+def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
+    env = os.environ if env is None else env
+    missing = [name for name in _REQUIRED.values() if not env.get(name, "").strip()]
+    if missing:
+        raise ConfigError(f"missing environment variable(s): {', '.join(missing)}")
+    values: Dict[str, Any] = {field: env[name].strip() for field, name in _REQUIRED.items()}
+    for field in ("entry_point", "py_files", "summary_uri"):
+        if not _S3.match(values[field]):
+            raise ConfigError(f"{_REQUIRED[field]} must be an s3:// URI, got {values[field]!r}")
+    namespaces = tuple(n.strip() for n in env.get("SOURCE_NAMESPACES", "").split(",") if n.strip())
+    if not namespaces:
+        raise ConfigError("SOURCE_NAMESPACES must list the namespaces to compact (comma separated) or '*'")
+    delete_mode = env.get("DELETE_MODE", "keep").strip() or "keep"
+    if delete_mode not in ("keep", "hard"):
+        raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
+    suffix = env.get("COW_NAMESPACE_SUFFIX", "_cow").strip()
+    if not suffix:
+        raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")
+    return Settings(
+        source_namespaces=namespaces,
+        cow_suffix=suffix,
+        cow_base_location=env.get("COW_BASE_LOCATION") or None,
+        warehouse_location=env.get("WAREHOUSE_LOCATION") or None,
+        quiet_period_s=_int(env, "QUIET_PERIOD_SECONDS", 120, 0),
+        job_timeout_min=_int(env, "JOB_TIMEOUT_MINUTES", 180, 1),
+        lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
+        delete_mode=delete_mode,
+        parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
+        iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
+        extra_jars=env.get("JOB_EXTRA_JARS", ""),
+        spark_parameters=env.get("JOB_SPARK_PARAMETERS", ""),
+        log_uri=env.get("JOB_LOG_S3_URI") or None,
+        log_group=env.get("JOB_LOG_GROUP") or None,
+        scheduler_group=env.get("SCHEDULER_GROUP") or "default",
+        scheduler_role_arn=env.get("SCHEDULER_ROLE_ARN") or None,
+        function_arn=env.get("DEBOUNCE_TARGET_ARN") or None,
+        config_max_age_s=_int(env, "CONFIG_MAX_AGE_SECONDS", 300, 0),
+        table_metrics_limit=_int(env, "TABLE_METRICS_LIMIT", 25, 0),
+        region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+        **values,
+    )
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value

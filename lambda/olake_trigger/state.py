@@ -1,0 +1,157 @@
+"""Per-namespace run state in DynamoDB: the single-flight lease, pending follow-up tables, the
+last commit time (debounce), and seen-event markers (duplicates).
+
+Every transition is one conditional write, so concurrent Lambda invocations cannot both win.
+The lease expiry is part of the condition (TTL deletes items up to ~48 h late, so it is only
+used to clean up seen-event markers).
+
+Item `ns#<namespace>`:
+  lease_until  N   epoch seconds; a lease is held while now < lease_until
+  token        S   client token of the run holding the lease
+  job_run_id   S   EMR Serverless job run id, once started
+  summary_uri  S   where that run writes its summary
+  pending      SS  tables with commits not yet handed to a run ("*" = all tables)
+  last_commit  N   epoch seconds of the newest commit event (debounce)
+Item `seen#<event>`: expires_at N (TTL attribute)
+"""
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+from botocore.exceptions import ClientError
+
+ALL_TABLES = "*"
+
+
+@dataclass(frozen=True)
+class NamespaceState:
+    namespace: str
+    lease_until: int = 0
+    token: Optional[str] = None
+    job_run_id: Optional[str] = None
+    summary_uri: Optional[str] = None
+    pending: Tuple[str, ...] = ()
+    last_commit: int = 0
+
+    def leased(self, now: int) -> bool:
+        return self.lease_until > now
+
+
+def _state(namespace: str, item: Optional[Dict[str, Any]]) -> NamespaceState:
+    item = item or {}
+
+    def s(key: str) -> Optional[str]:
+        return item[key]["S"] if key in item else None
+
+    def n(key: str) -> int:
+        return int(item[key]["N"]) if key in item else 0
+
+    return NamespaceState(namespace, n("lease_until"), s("token"), s("job_run_id"), s("summary_uri"),
+                          tuple(sorted(item.get("pending", {}).get("SS", []))), n("last_commit"))
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def tables_of(pending: Iterable[str]) -> Optional[Tuple[str, ...]]:
+    """Pending set -> job tables (None = every table of the namespace)."""
+    pending = tuple(sorted(set(pending)))
+    return None if ALL_TABLES in pending or not pending else pending
+
+
+class StateStore:
+    def __init__(self, client, table: str):
+        self.ddb = client
+        self.table = table
+
+    def _key(self, namespace: str) -> Dict[str, Any]:
+        return {"pk": {"S": f"ns#{namespace}"}}
+
+    def get(self, namespace: str) -> NamespaceState:
+        item = self.ddb.get_item(TableName=self.table, Key=self._key(namespace), ConsistentRead=True).get("Item")
+        return _state(namespace, item)
+
+    def first_sighting(self, event_key: str, now: int, ttl_s: int) -> bool:
+        """True the first time an event is seen; False for a duplicate delivery."""
+        try:
+            self.ddb.put_item(TableName=self.table,
+                              Item={"pk": {"S": f"seen#{event_key}"}, "expires_at": {"N": str(now + ttl_s)}},
+                              ConditionExpression="attribute_not_exists(pk)")
+            return True
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return False
+            raise
+
+    def add_pending(self, namespace: str, tables: Optional[Iterable[str]], now: Optional[int] = None
+                    ) -> NamespaceState:
+        """Record tables with work waiting; `now` also moves the debounce clock."""
+        names = list(tables) if tables else [ALL_TABLES]
+        expr = "ADD pending :t"
+        values: Dict[str, Any] = {":t": {"SS": sorted(set(names))}}
+        if now is not None:
+            expr += " SET last_commit = :now"
+            values[":now"] = {"N": str(now)}
+        out = self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=expr,
+                                   ExpressionAttributeValues=values, ReturnValues="ALL_NEW")
+        return _state(namespace, out.get("Attributes"))
+
+    def acquire(self, namespace: str, token: str, now: int, lease_until: int) -> Optional[NamespaceState]:
+        """Take the lease if free or expired, and take over the pending tables. Returns the state
+        before the write (its `pending` are now this run's), or None if a live lease is held."""
+        try:
+            out = self.ddb.update_item(
+                TableName=self.table, Key=self._key(namespace),
+                UpdateExpression="SET lease_until = :until, #tok = :tok REMOVE job_run_id, summary_uri, pending",
+                ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
+                ExpressionAttributeNames={"#tok": "token"},
+                ExpressionAttributeValues={":until": {"N": str(lease_until)}, ":tok": {"S": token},
+                                           ":now": {"N": str(now)}},
+                ReturnValues="ALL_OLD")
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return None
+            raise
+        return _state(namespace, out.get("Attributes"))
+
+    def started(self, namespace: str, token: str, job_run_id: str, summary_uri: str) -> None:
+        self.ddb.update_item(
+            TableName=self.table, Key=self._key(namespace),
+            UpdateExpression="SET job_run_id = :id, summary_uri = :uri",
+            ConditionExpression="#tok = :tok",
+            ExpressionAttributeNames={"#tok": "token"},
+            ExpressionAttributeValues={":id": {"S": job_run_id}, ":uri": {"S": summary_uri},
+                                       ":tok": {"S": token}})
+
+    def abandon(self, namespace: str, token: str, pending: Iterable[str]) -> None:
+        """Give the lease back without a job (nothing to do, or the start failed)."""
+        names = sorted(set(pending))
+        expr = "REMOVE lease_until, #tok, job_run_id, summary_uri"
+        values: Dict[str, Any] = {":tok": {"S": token}}
+        if names:
+            expr += " ADD pending :p"
+            values[":p"] = {"SS": names}
+        try:
+            self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=expr,
+                                 ConditionExpression="#tok = :tok", ExpressionAttributeNames={"#tok": "token"},
+                                 ExpressionAttributeValues=values)
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+
+    def finish(self, namespace: str, job_run_id: str) -> Optional[NamespaceState]:
+        """Release the lease held by `job_run_id`. Returns the state after release, or None if
+        that job no longer holds it (a duplicate or late end event)."""
+        try:
+            out = self.ddb.update_item(
+                TableName=self.table, Key=self._key(namespace),
+                UpdateExpression="REMOVE lease_until, #tok, job_run_id",
+                ConditionExpression="job_run_id = :id",
+                ExpressionAttributeNames={"#tok": "token"},
+                ExpressionAttributeValues={":id": {"S": job_run_id}},
+                ReturnValues="ALL_NEW")
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return None
+            raise
+        return _state(namespace, out.get("Attributes"))

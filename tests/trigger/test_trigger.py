@@ -1,0 +1,325 @@
+"""The trigger Lambda end to end against moto: outcomes are read back from moto's state (job
+runs, schedules, DynamoDB items) and from the EMF metrics printed on stdout."""
+import json
+
+import pytest
+from olake_trigger.events import EventError
+from testkit.aws import BUCKET, SECRET_ID, SECRETS, emf_points, fixture
+
+pytestmark = pytest.mark.aws
+
+
+def args_of(run):
+    return run["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+
+
+def arg(run, name):
+    a = args_of(run)
+    return a[a.index(name) + 1] if name in a else None
+
+
+def metric(points, name, **dims):
+    return [v for n, v, d in points if n == name and all(d.get(k) == x for k, x in dims.items())]
+
+
+# --- each event kind starts the right job ----------------------------------------------------
+def test_commit_event_starts_a_job_for_its_namespace_and_table(aws):
+    aws.glue_table("sales", "orders", "source_new_commit")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    out = aws.invoke(aws.commit_event("sales", "orders"))
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert run["jobRunId"] == out["job_run_id"]
+    assert arg(run, "--secret-id") == SECRET_ID
+    assert arg(run, "--source-namespace") == "sales"
+    assert arg(run, "--cow-namespace") == "sales_cow"
+    assert arg(run, "--tables") == "orders"
+    assert arg(run, "--summary-out").startswith(f"s3://{BUCKET}/olake-cow/summaries/sales/sales-")
+    params = run["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+    assert "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar" in params
+    assert f"--py-files s3://{BUCKET}/olake-cow/code/olake_cow.zip" in params
+    assert run["jobDriver"]["sparkSubmit"]["entryPoint"] == f"s3://{BUCKET}/olake-cow/code/main.py"
+    assert run["tags"] == {"olake-cow:namespace": "sales", "olake-cow:trigger": "commit"}
+    mon = run["configurationOverrides"]["monitoringConfiguration"]
+    assert mon["cloudWatchLoggingConfiguration"]["logGroupName"] == "/olake-cow/jobs"
+    assert mon["s3MonitoringConfiguration"]["logUri"] == f"s3://{BUCKET}/olake-cow/logs/"
+    assert run["executionTimeoutMinutes"] == 180
+    item = aws.state_item("sales")
+    assert item["job_run_id"]["S"] == run["jobRunId"] and "pending" not in item
+
+
+def test_schedule_input_starts_one_job_per_namespace(aws):
+    out = aws.invoke(fixture("schedule_input.json"))  # sales (orders only) and crm (all tables)
+    assert out["status"] == "multiple"
+    runs = {arg(r, "--source-namespace"): r for r in aws.job_runs()}
+    assert set(runs) == {"sales", "crm"}
+    assert arg(runs["sales"], "--tables") == "orders"
+    assert arg(runs["crm"], "--tables") is None  # every table of the namespace
+    assert runs["crm"]["tags"]["olake-cow:trigger"] == "schedule"
+
+
+def test_eventbridge_scheduled_event_with_namespaces_in_detail(aws):
+    out = aws.invoke(fixture("scheduled_event.json"))
+    assert out["status"] == "started"
+    [run] = aws.job_runs()
+    assert arg(run, "--source-namespace") == "sales" and arg(run, "--tables") is None
+
+
+def test_direct_invocation_returns_the_job_run_id(aws):
+    out = aws.invoke(fixture("direct.json"))
+    [run] = aws.job_runs()
+    assert out == {"namespace": "sales", "status": "started", "job_run_id": run["jobRunId"],
+                   "client_token": out["client_token"], "tables": ["orders"], "summary": arg(run, "--summary-out")}
+    assert run["tags"]["olake-cow:trigger"] == "direct"
+
+
+def test_direct_dry_run_starts_nothing_and_shows_the_request(aws):
+    out = aws.invoke({"namespace": "sales", "dry_run": True})
+    assert out["status"] == "dry_run" and out["would_start"] is True
+    assert out["request"]["jobDriver"]["sparkSubmit"]["entryPointArguments"][:4] == [
+        "--secret-id", SECRET_ID, "--source-namespace", "sales"]
+    assert aws.job_runs() == []
+
+
+def test_client_token_is_stable_for_a_retried_invocation(aws):
+    from olake_trigger.jobs import client_token
+
+    window = "schedule:2026-11-21T02:00:00Z"
+    assert client_token("sales", window) == client_token("sales", window)
+    assert client_token("sales", "w1") != client_token("sales", "w2")
+    assert client_token("sales", "w1") != client_token("crm", "w1")
+    token = client_token("a namespace/with odd chars" * 5, "w")
+    assert len(token) <= 64 and all(c.isalnum() or c in "._-" for c in token)
+
+
+# --- debounce, single flight, duplicates -----------------------------------------------------
+def test_ten_commit_events_in_the_quiet_period_start_one_job(aws):
+    aws.apply_env(QUIET_PERIOD_SECONDS=60)
+    for i in range(10):
+        out = aws.invoke(aws.commit_event("sales", f"t{i % 4}"))
+        assert out["status"] == "debounced"
+        aws.now += 5
+    assert aws.job_runs() == []
+    [schedule] = aws.schedules()
+    # fires early (a commit moved the quiet period): nothing starts, the schedule moves
+    aws.now -= 30
+    early = aws.fire(schedule["Name"])
+    assert early["status"] == "debounced" and early["due"] == aws.now + 30 - 5 + 60
+    aws.now = early["due"]
+    out = aws.fire(schedule["Name"])
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert arg(run, "--tables") == "t0,t1,t2,t3"
+    assert aws.fire(schedule["Name"])["status"] in ("queued", "skipped")  # a duplicate firing
+    assert len(aws.job_runs()) == 1
+
+
+def test_events_while_a_job_runs_start_none_and_one_follow_up_after_it(aws):
+    first = aws.invoke(aws.commit_event("sales", "orders"))
+    aws.set_job_state(first["job_run_id"], "RUNNING")
+    for table in ("orders", "customers", "orders"):
+        out = aws.invoke(aws.commit_event("sales", table))
+        assert out["status"] == "queued" and out["job_run_id"] == first["job_run_id"]
+    assert aws.invoke({"namespace": "sales"})["status"] == "queued"
+    assert len(aws.job_runs()) == 1
+    aws.set_job_state(first["job_run_id"], "SUCCESS")
+    end = aws.invoke(aws.end_event(first["job_run_id"]))
+    assert end["follow_up"]["status"] == "started", end
+    runs = aws.job_runs()
+    assert len(runs) == 2
+    follow = [r for r in runs if r["jobRunId"] != first["job_run_id"]][0]
+    assert arg(follow, "--tables") is None  # the direct request asked for all tables
+    assert follow["tags"]["olake-cow:trigger"] == "followup"
+    # the same end event again, and a late RUNNING event: nothing more
+    assert aws.invoke(aws.end_event(first["job_run_id"]))["status"] == "duplicate"
+    assert aws.invoke(aws.end_event(first["job_run_id"], state="RUNNING"))["status"] == "ignored"
+    assert len(aws.job_runs()) == 2
+
+
+def test_a_duplicated_event_starts_nothing(aws):
+    event = aws.commit_event("sales", "orders")
+    assert aws.invoke(event)["status"] == "started"
+    job = aws.job_runs()[0]["jobRunId"]
+    aws.invoke(aws.end_event(job))
+    assert aws.invoke(event)["status"] == "duplicate"
+    assert len(aws.job_runs()) == 1
+
+
+def test_the_compactors_own_commits_and_mirror_commits_start_nothing(aws):
+    own = aws.commit_event("sales", "orders", meta="source_after_job")  # current snapshot: our truncate
+    assert aws.invoke(own)["status"] == "ignored"
+    mirror = aws.commit_event("sales_cow", "orders_cow")
+    assert "not a watched source namespace" in aws.invoke(mirror)["reason"]
+    other = aws.commit_event("hr", "people")
+    assert aws.invoke(other)["status"] == "ignored"
+    data = fixture("s3_object_created.json")
+    data["detail"]["object"]["key"] = "warehouse/sales/orders/data/00000-0-abc.parquet"
+    assert aws.invoke(data)["status"] == "ignored"
+    assert aws.job_runs() == []
+
+
+def test_a_lost_end_event_is_noticed_by_the_next_trigger(aws):
+    first = aws.invoke(aws.commit_event("sales", "orders"))["job_run_id"]
+    # moto's run is already SUCCESS and no end event came: the next commit finishes it, then starts anew
+    out = aws.invoke(aws.commit_event("sales", "orders"))
+    assert out["status"] == "started" and out["job_run_id"] != first
+    assert len(aws.job_runs()) == 2
+
+
+# --- idle check (Glue) ---------------------------------------------------------------------
+def test_no_new_source_commit_starts_nothing(aws, capsys):
+    aws.glue_table("sales", "orders", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    out = aws.invoke({"namespace": "sales"})
+    assert out["status"] == "skipped", out
+    assert aws.job_runs() == []
+    assert metric(emf_points(capsys.readouterr().out), "Skipped", namespace="sales") == [1.0]
+    assert "lease_until" not in aws.state_item("sales")  # the lease was given back
+
+
+def test_only_tables_with_new_commits_are_compacted(aws):
+    aws.glue_table("sales", "orders", "source_new_commit")
+    aws.glue_table("sales", "refunds", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    aws.glue_table("sales_cow", "refunds_cow", "mirror_after_job")
+    out = aws.invoke({"namespace": "sales"})
+    assert out["tables"] == ["orders"]
+    [run] = aws.job_runs()
+    assert arg(run, "--tables") == "orders"
+
+
+def test_force_skips_the_idle_check(aws):
+    aws.glue_table("sales", "orders", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    assert aws.invoke({"namespace": "sales", "force": True})["status"] == "started"
+
+
+# --- config and bad input ----------------------------------------------------------------
+@pytest.mark.parametrize("secret, why", [
+    ('{"type": "ICEBERG", "writer": {"catalog_type": "jdbc", "jdbc_url": "jdbc:postgresql://db/x", '
+     '"jdbc_password": "Pg-Secret-Password-1"}}', "writer.iceberg_s3_path is required"),
+    ('{"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/w", '
+     '"aws_secret_key": 12345678}}', "writer.aws_secret_key must be a string"),
+    ("not json Pg-Secret-Password-1", "not valid JSON"),
+])
+def test_an_invalid_secret_starts_nothing_and_says_why(aws, capsys, caplog, secret, why):
+    aws.sm.put_secret_value(SecretId=SECRET_ID, SecretString=secret)
+    out = aws.invoke(aws.commit_event("sales", "orders"))
+    assert out["status"] == "invalid_config" and why in out["reason"]
+    assert aws.job_runs() == []
+    captured = capsys.readouterr()
+    logs = "\n".join(r.getMessage() for r in caplog.records)
+    assert why in logs
+    assert metric(emf_points(captured.out), "InvalidConfig") == [1.0]
+    for value in ("Pg-Secret-Password-1", "12345678"):
+        assert value not in captured.out + captured.err + logs
+
+
+def test_a_missing_secret_says_which(aws):
+    aws.apply_env(OLAKE_SECRET_ID="olake/nope")
+    out = aws.invoke({"namespace": "sales"})
+    assert out["status"] == "invalid_config" and "olake/nope" in out["reason"]
+    assert "ResourceNotFoundException" in out["reason"]
+
+
+@pytest.mark.parametrize("event, why", [
+    ({"source": "aws.ec2", "detail-type": "EC2 Instance State-change Notification"}, "unsupported event"),
+    ({"namespace": "sales", "table": "orders"}, "unknown key(s): table"),
+    ({"namespace": ""}, "namespace name is empty"),
+    ({"namespace": "sales", "tables": "   "}, "'tables' must be a non-empty list"),
+    ({"namespace": "sales", "dry_run": "yes"}, "'dry_run' must be true or false"),
+    ({"trigger": "schedule"}, "needs 'namespaces'"),
+    ({"trigger": "schedule", "namespaces": ["a"], "tables": {"b": ["t"]}}, "not in 'namespaces'"),
+    ({"trigger": "cron"}, "unknown trigger 'cron'"),
+    ([1, 2], "must be a JSON object"),
+])
+def test_anything_else_is_rejected_with_a_clear_error(aws, event, why):
+    with pytest.raises(EventError, match=".*".join(map(__import__("re").escape, why.split(".*")))):
+        aws.invoke(event)
+    assert aws.job_runs() == []
+
+
+def test_missing_environment_names_the_variables(aws, monkeypatch):
+    monkeypatch.delenv("EMR_APPLICATION_ID")
+    monkeypatch.delenv("JOB_ENTRY_POINT")
+    from olake_trigger import handler
+
+    handler.reset()
+    out = aws.invoke({"namespace": "sales"})
+    assert out["status"] == "invalid_settings"
+    assert "EMR_APPLICATION_ID" in out["reason"] and "JOB_ENTRY_POINT" in out["reason"]
+
+
+# --- results ---------------------------------------------------------------------------
+SUMMARY = {
+    "status": "failed", "duration_s": 95.5, "finished_at": "2026-11-21T10:30:00+00:00",
+    "tables": [
+        {"table": "orders", "status": "merged", "rows_upserted": 120, "rows_deleted": 7, "files_written": 3,
+         "duration_s": 40.0, "last_change_ms": 1795000000000 + 0, "boundaries_merged": 1},
+        {"table": "refunds", "status": "up_to_date", "rows_upserted": 0, "rows_deleted": 0, "files_written": 0,
+         "duration_s": 2.0, "last_change_ms": None},
+        {"table": "returns", "status": "failed", "error": "boom", "duration_s": 1.0},
+    ],
+}
+
+
+def test_a_jobs_end_publishes_metrics_from_its_summary(aws, capsys):
+    started = aws.invoke({"namespace": "sales"})
+    [run] = aws.job_runs()
+    finished_ms = 1795000000000 + 600_000
+    summary = dict(SUMMARY, finished_at="2026-11-21T10:30:00+00:00")
+    summary["tables"][0]["last_change_ms"] = finished_ms - 600_000
+    import datetime as dt
+
+    summary["finished_at"] = dt.datetime.fromtimestamp(finished_ms / 1000, dt.timezone.utc).isoformat()
+    aws.put_summary(run, summary)
+    capsys.readouterr()
+    out = aws.invoke(aws.end_event(started["job_run_id"]))
+    assert out["status"] == "finished" and out["summary_status"] == "failed"
+    points = emf_points(capsys.readouterr().out)
+    ns = {"namespace": "sales"}
+    assert metric(points, "TablesCompacted", **ns) == [1.0]
+    assert metric(points, "TablesFailed", **ns) == [1.0]
+    assert metric(points, "RowsUpserted", **ns)[-1] == 120.0
+    assert metric(points, "RowsDeleted", table="orders") == [7.0]
+    assert metric(points, "FilesWritten", table="orders") == [3.0]
+    assert metric(points, "TableFailed", table="returns") == [1.0]
+    assert metric(points, "LagSeconds", table="orders") == [600.0]
+    assert metric(points, "DurationSeconds", table="orders") == [40.0]
+    assert 95.5 in metric(points, "DurationSeconds", **ns)
+    assert metric(points, "JobFailed", **ns) == [1.0]  # a table failed
+    assert "lease_until" not in aws.state_item("sales")
+
+
+def test_a_cancelled_job_without_summary_counts_a_failure(aws, capsys):
+    job = aws.invoke({"namespace": "sales"})["job_run_id"]
+    capsys.readouterr()
+    out = aws.invoke(aws.end_event(job, state="CANCELLED"))
+    assert out["status"] == "finished"
+    assert metric(emf_points(capsys.readouterr().out), "JobFailed", namespace="sales") == [1.0]
+
+
+def test_end_events_of_other_applications_or_jobs_are_ignored(aws):
+    assert aws.invoke(aws.end_event("00x", app_id="other-app"))["status"] == "ignored"
+    other = aws.emr.start_job_run(applicationId=aws.app_id, clientToken="x", name="someone else",
+                                  executionRoleArn=aws.env["EMR_EXECUTION_ROLE_ARN"],
+                                  jobDriver={"sparkSubmit": {"entryPoint": "s3://x/y.py"}})
+    assert aws.invoke(aws.end_event(other["jobRunId"]))["status"] == "ignored"
+
+
+# --- secrets ---------------------------------------------------------------------------
+def test_no_secret_value_in_logs_or_job_arguments(aws, capsys, caplog):
+    aws.glue_table("sales", "orders", "source_new_commit")
+    aws.invoke(aws.commit_event("sales", "orders"))
+    aws.invoke(fixture("schedule_input.json"))
+    aws.invoke({"namespace": "sales", "dry_run": True})
+    for run in aws.job_runs():
+        aws.invoke(aws.end_event(run["jobRunId"], state="FAILED"))
+    captured = capsys.readouterr()
+    texts = {"stdout": captured.out, "stderr": captured.err,
+             "log records": "\n".join(r.getMessage() for r in caplog.records),
+             "job runs": json.dumps(aws.job_runs(), default=str)}
+    assert aws.job_runs()
+    for value in SECRETS.values():
+        for where, text in texts.items():
+            assert value not in text, f"secret leaked into {where}"

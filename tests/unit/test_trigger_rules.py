@@ -1,0 +1,88 @@
+"""Pure rules of the trigger: settings, S3 key mapping, the job request, summary metrics."""
+import pytest
+from olake_trigger import jobs
+from olake_trigger.events import Commit, Ignored, classify
+from olake_trigger.metrics import summary_points
+from olake_trigger.settings import from_env
+
+from olake_cow.config import parse_destination
+from olake_cow.errors import ConfigError
+
+pytestmark = pytest.mark.unit
+
+ENV = {"OLAKE_SECRET_ID": "s", "STATE_TABLE": "t", "EMR_APPLICATION_ID": "a",
+       "EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r", "JOB_ENTRY_POINT": "s3://bkt/main.py",
+       "JOB_PY_FILES": "s3://bkt/code.zip", "SUMMARY_S3_URI": "s3://bkt/summaries", "SOURCE_NAMESPACES": "sales"}
+
+
+def s3_event(key, bucket="lake"):
+    return {"source": "aws.s3", "detail-type": "Object Created", "id": "1",
+            "detail": {"bucket": {"name": bucket}, "object": {"key": key}}}
+
+
+@pytest.mark.parametrize("env, why", [
+    ({"STATE_TABLE": ""}, "STATE_TABLE"),
+    ({"JOB_ENTRY_POINT": "/tmp/main.py"}, "JOB_ENTRY_POINT must be an s3:// URI"),
+    ({"SOURCE_NAMESPACES": " , "}, "SOURCE_NAMESPACES"),
+    ({"QUIET_PERIOD_SECONDS": "soon"}, "QUIET_PERIOD_SECONDS must be an integer"),
+    ({"QUIET_PERIOD_SECONDS": "-1"}, "QUIET_PERIOD_SECONDS must be >= 0"),
+    ({"DELETE_MODE": "soft"}, "DELETE_MODE must be keep or hard"),
+    ({"COW_NAMESPACE_SUFFIX": " "}, "COW_NAMESPACE_SUFFIX must not be empty"),
+])
+def test_settings_errors_name_the_variable(env, why):
+    with pytest.raises(ConfigError, match=why):
+        from_env({**ENV, **env})
+
+
+@pytest.mark.parametrize("warehouse, key, expected", [
+    ("s3://lake/wh", "wh/sales/orders/metadata/00001-x.metadata.json", ("sales", "orders")),
+    ("s3://lake/wh/", "wh/sales.db/orders/metadata/00001-x.metadata.json", ("sales", "orders")),
+    ("s3a://lake", "sales/orders-0123456789abcdef0123456789abcdef/metadata/v3.metadata.json", ("sales", "orders")),
+    ("s3://lake/wh", "wh/sales/my-table/metadata/00001-x.metadata.json", ("sales", "my-table")),
+])
+def test_metadata_keys_map_to_namespace_and_table(warehouse, key, expected):
+    ev = classify(s3_event(key), from_env(ENV), warehouse, "r")
+    assert isinstance(ev, Commit) and (ev.namespace, ev.table) == expected
+
+
+@pytest.mark.parametrize("key, env, why", [
+    ("wh/sales/orders/data/x.parquet", {}, "not an Iceberg metadata file"),
+    ("other/sales/orders/metadata/1.metadata.json", {}, "outside the warehouse"),
+    ("wh/sales_cow/orders_cow/metadata/1.metadata.json", {}, "not a watched"),
+    ("wh/crm/orders/metadata/1.metadata.json", {}, "not a watched"),
+    ("mirrors/sales_m/orders_cow/metadata/1.metadata.json",
+     {"COW_BASE_LOCATION": "s3://lake/mirrors", "WAREHOUSE_LOCATION": "s3://lake"}, "under the mirror location"),
+    ("wh/sales/deep/orders/metadata/1.metadata.json", {}, "not <namespace>/<table>"),
+])
+def test_other_keys_are_ignored_with_a_reason(key, env, why):
+    ev = classify(s3_event(key), from_env({**ENV, **env}), "s3://lake/wh", "r")
+    assert isinstance(ev, Ignored) and why in ev.reason
+
+
+def test_a_jdbc_catalog_needs_its_driver_jar():
+    cfg = parse_destination({"catalog_type": "jdbc", "jdbc_url": "jdbc:postgresql://h/db", "iceberg_s3_path": "s3://bkt"})
+    with pytest.raises(ConfigError, match="JOB_EXTRA_JARS"):
+        jobs.spark_parameters(from_env(ENV), cfg)
+    params = jobs.spark_parameters(from_env({**ENV, "JOB_EXTRA_JARS": "s3://bkt/jars/postgresql.jar"}), cfg)
+    assert "spark.jars=/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar,s3://bkt/jars/postgresql.jar" in params
+
+
+def test_the_request_carries_the_secret_id_not_its_content():
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt", "aws_secret_key": "TopSecret1"})
+    settings = from_env({**ENV, "COW_BASE_LOCATION": "s3://m/base/"})
+    req = jobs.start_job_run_request(settings, cfg, "sales", ["b", "a"], "w", "direct")
+    args = req["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+    assert args[args.index("--tables") + 1] == "a,b"
+    assert args[args.index("--cow-base-location") + 1] == "s3://m/base/sales_cow"
+    assert "TopSecret1" not in str(req) and args[:2] == ["--secret-id", "s"]
+
+
+def test_summary_points_without_summary_is_a_failure_only():
+    assert [(p.name, p.value) for p in summary_points(None, "SUCCESS", 10)] == [("JobFailed", 1.0)]
+
+
+def test_per_table_points_stop_at_the_limit():
+    summary = {"status": "succeeded", "tables": [{"table": f"t{i}", "status": "up_to_date"} for i in range(5)]}
+    assert any(p.table for p in summary_points(summary, "SUCCESS", 5))
+    assert not any(p.table for p in summary_points(summary, "SUCCESS", 4))
+    assert [p.value for p in summary_points(summary, "SUCCESS", 4) if p.name == "JobFailed"] == [0.0]
