@@ -3,9 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEPLOY_VENV := .venv-deploy
+DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
-.PHONY: help setup demo test test-fast lint typecheck bench soak clean
+.PHONY: help setup deploy-tools check-template deploy demo test test-fast lint typecheck bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,10 +21,25 @@ $(STAMP): requirements-dev.txt
 
 setup: $(STAMP) ## create .venv with the pinned toolchain
 
+$(DEPLOY_STAMP): requirements-deploy.txt
+	$(PY) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/pip install -q --upgrade pip
+	$(DEPLOY_VENV)/bin/pip install -q -r requirements-deploy.txt
+	@touch $(DEPLOY_STAMP)
+
+deploy-tools: $(DEPLOY_STAMP) ## create .venv-deploy with SAM CLI and cfn-lint (kept apart: their pins clash)
+
+check-template: $(DEPLOY_STAMP) ## cfn-lint and sam build of template.yaml
+	$(DEPLOY_VENV)/bin/cfn-lint template.yaml
+	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --build-in-source --template template.yaml
+
+deploy: $(STAMP) $(DEPLOY_STAMP) ## package the job, build and deploy the stack (see README, Deploy)
+	bash infra/deploy.sh
+
 demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) ## run every test (unit, moto, Spark, PostgreSQL); installs Debian deps as root
+test: $(STAMP) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, PostgreSQL); installs Debian deps as root
 	bash scripts/system-deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -30,7 +47,7 @@ test-fast: $(STAMP) ## unit and moto tests only (no JVM)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check emr_job lambda testkit tests demo
+	$(BIN)/ruff check emr_job lambda infra testkit tests demo
 
 typecheck: $(STAMP) ## mypy on the job and trigger packages
 	$(BIN)/mypy

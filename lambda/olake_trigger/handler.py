@@ -66,12 +66,20 @@ def load_config() -> DestinationConfig:
     return cfg
 
 
+# Also published with the service dimension only: the stack's alarms watch all namespaces at once.
+ALARMED = ("JobFailed", "LagSeconds")
+
+
 def emit(namespace: str, point: Point) -> None:
     with single_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value,
                        namespace=metrics.namespace) as m:
         m.add_dimension("namespace", namespace)
         if point.table is not None:
             m.add_dimension("table", point.table)
+    if point.table is None and point.name in ALARMED:
+        with single_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value,
+                           namespace=metrics.namespace):
+            pass
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE, log_event=False)

@@ -288,6 +288,9 @@ def test_a_jobs_end_publishes_metrics_from_its_summary(aws, capsys):
     assert metric(points, "DurationSeconds", table="orders") == [40.0]
     assert 95.5 in metric(points, "DurationSeconds", **ns)
     assert metric(points, "JobFailed", **ns) == [1.0]  # a table failed
+    # the alarm series (service dimension only) gets the same failure and lag
+    assert [v for n, v, d in points if n == "JobFailed" and set(d) == {"service"}] == [1.0]
+    assert [v for n, v, d in points if n == "LagSeconds" and set(d) == {"service"}] == [600.0]
     assert "lease_until" not in aws.state_item("sales")
 
 

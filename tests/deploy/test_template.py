@@ -1,0 +1,204 @@
+"""template.yaml: least-privilege IAM (read from the template), cfn-lint with no warnings, and a
+`sam build` whose Lambda package imports its handler and handles an event under moto."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.deploy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATE = os.path.join(ROOT, "template.yaml")
+TOOLS = os.path.join(ROOT, ".venv-deploy", "bin")
+# Actions that accept no resource narrower than "*" (or a whole-service pattern), and why.
+UNSCOPABLE = {
+    "xray:PutTraceSegments": "*",  # X-Ray has no resource types
+    "xray:PutTelemetryRecords": "*",
+    "logs:DescribeLogGroups": "log-group:*",  # a list call; EMR Serverless checks the job log group exists
+}
+
+
+class _CfnLoader(yaml.SafeLoader):
+    pass
+
+
+def _tag(loader, suffix, node):
+    name = "Fn::GetAtt" if suffix == "GetAtt" else ("Ref" if suffix == "Ref" else f"Fn::{suffix}")
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+def load_template(path=TEMPLATE):
+    with open(path, encoding="utf-8") as f:
+        return yaml.load(f, Loader=_CfnLoader)
+
+
+def _strings(value):
+    """Every literal string inside a (possibly intrinsic) value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+
+
+def statements(template):
+    for name, res in template["Resources"].items():
+        props = res.get("Properties", {})
+        docs = []
+        if res["Type"] == "AWS::IAM::Role":
+            docs = [p["PolicyDocument"] for p in props.get("Policies", [])]
+        elif res["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
+            docs = [props["PolicyDocument"]]
+        for doc in docs:
+            stmts = doc["Statement"]
+            for st in stmts if isinstance(stmts, list) else [stmts]:
+                yield name, st
+
+
+def _broad(resource: str) -> bool:
+    """"*", or an ARN whose resource part is all of a type ("*", "table/*", "log-group:*", bucket "*")."""
+    if resource == "*":
+        return True
+    parts = resource.split(":", 5)
+    if len(parts) < 6 or not resource.startswith("arn:"):
+        return False
+    return re.fullmatch(r"(\*|[A-Za-z-]+[:/]\*)", parts[5]) is not None
+
+
+def iam_findings(template):
+    findings = []
+    for name, st in statements(template):
+        if st.get("Effect") != "Allow":
+            continue
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        where = f"{name}/{st.get('Sid', '?')}"
+        for a in actions:
+            if a == "*" or a.endswith(":*"):
+                findings.append(f"{where}: wildcard action {a}")
+        if "NotAction" in st or "NotResource" in st:
+            findings.append(f"{where}: NotAction/NotResource")
+        resources = st.get("Resource")
+        for text in _strings(resources):
+            if _broad(text) and not all(UNSCOPABLE.get(a) and text.endswith(UNSCOPABLE[a]) for a in actions):
+                findings.append(f"{where}: resource {text!r} for {actions}")
+        if "iam:PassRole" in actions:
+            cond = json.dumps(st.get("Condition", {}))
+            if "iam:PassedToService" not in cond:
+                findings.append(f"{where}: iam:PassRole without an iam:PassedToService condition")
+    return findings
+
+
+def test_no_iam_statement_has_a_wildcard_action_or_an_avoidable_star_resource():
+    template = load_template()
+    assert list(statements(template)), "no IAM statements found: the checker is not reading the template"
+    assert iam_findings(template) == []
+
+
+@pytest.mark.parametrize("statement, finding", [
+    ({"Effect": "Allow", "Action": "s3:*", "Resource": "arn:aws:s3:::b/*"}, "wildcard action s3:*"),
+    ({"Effect": "Allow", "Action": ["glue:GetTable"], "Resource": "*"}, "resource '*'"),
+    ({"Effect": "Allow", "Action": "*", "Resource": "*"}, "wildcard action *"),
+    ({"Effect": "Allow", "Action": "iam:PassRole", "Resource": {"Fn::GetAtt": ["R", "Arn"]}}, "iam:PassedToService"),
+    ({"Effect": "Allow", "Action": "s3:GetObject", "Resource": [{"Fn::Sub": "arn:aws:s3:::*"}]}, "resource"),
+    ({"Effect": "Allow", "Action": "glue:GetTable", "Resource": "arn:aws:glue:r:1:table/*"}, "resource"),
+    ({"Effect": "Allow", "Action": "logs:PutLogEvents", "Resource": "arn:aws:logs:r:1:log-group:*"}, "resource"),
+])
+def test_the_iam_check_catches_broad_statements(statement, finding):
+    template = {"Resources": {"R": {"Type": "AWS::IAM::Role", "Properties": {
+        "Policies": [{"PolicyDocument": {"Statement": [statement]}}]}}}}
+    assert any(finding in f for f in iam_findings(template))
+
+
+def test_the_job_and_trigger_roles_cover_what_they_call():
+    """Every AWS call the trigger and the job make appears in their role."""
+    template = load_template()
+    granted = {}
+    for name, st in statements(template):
+        acts = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        granted.setdefault(name, set()).update(acts)
+    trigger_calls = {"emr-serverless:StartJobRun", "emr-serverless:GetJobRun", "emr-serverless:TagResource",
+                     "iam:PassRole", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                     "scheduler:CreateSchedule", "scheduler:UpdateSchedule", "secretsmanager:GetSecretValue",
+                     "s3:GetObject", "glue:GetTable", "glue:GetTables"}
+    job_calls = {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket", "glue:GetTable",
+                 "glue:UpdateTable", "glue:CreateTable", "glue:CreateDatabase", "glue:DeleteTable",
+                 "secretsmanager:GetSecretValue", "logs:PutLogEvents"}
+    assert trigger_calls - granted["TriggerRole"] == set()
+    assert job_calls - granted["JobRole"] == set()
+    env = template["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    from olake_trigger.settings import _REQUIRED
+
+    assert set(_REQUIRED.values()) <= set(env), "the template misses a required trigger setting"
+
+
+def _tool(name):
+    path = os.path.join(TOOLS, name)
+    if not os.path.exists(path):
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} missing: make test installs it (make deploy-tools)")
+        pytest.skip(f"{path} missing: run make deploy-tools")
+    return path
+
+
+def test_cfn_lint_passes_with_no_warnings():
+    proc = subprocess.run([_tool("cfn-lint"), TEMPLATE], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout + proc.stderr
+
+
+def test_sam_build_package_imports_its_handler_and_handles_an_event(tmp_path):
+    build = tmp_path / "build"
+    env = dict(os.environ, SAM_CLI_TELEMETRY="0")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([_tool("sam"), "build", "--build-in-source", "--template", TEMPLATE,
+                           "--build-dir", str(build), "--cache-dir", str(tmp_path / "cache")],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    package = build / "TriggerFunction"
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path[:0] = [{str(package)!r}, {ROOT!r}]
+        from moto import mock_aws
+        from testkit.aws import Account
+
+        class Patch:  # the bits of pytest's monkeypatch that Account uses
+            def setenv(self, k, v):
+                import os; os.environ[k] = v
+            def setattr(self, obj, name, value):
+                setattr(obj, name, value)
+
+        import os
+        os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                          AWS_DEFAULT_REGION="us-east-1", AWS_REGION="us-east-1",
+                          POWERTOOLS_TRACE_DISABLED="true", POWERTOOLS_METRICS_NAMESPACE="OlakeCow")
+        with mock_aws():
+            account = Account(Patch())
+            result = account.invoke(account.commit_event("sales", "orders"))
+            import olake_trigger, olake_cow, aws_lambda_powertools
+            print("RESULT " + json.dumps({{"result": result, "runs": len(account.job_runs()),
+                  "files": [olake_trigger.__file__, olake_cow.__file__, aws_lambda_powertools.__file__]}}))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    out = json.loads(line[len("RESULT "):])
+    assert out["result"]["status"] == "started" and out["runs"] == 1
+    assert all(f.startswith(str(package)) for f in out["files"]), out["files"]
