@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .config import DestinationConfig, parse_destination, redact
 from .errors import ConfigError, OlakeCowError, TableNotFoundError
 from .identifiers import validate_name
+from .maintenance import MaintenanceOptions
 
 EXIT_OK, EXIT_TABLE_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("olake_cow")
@@ -37,6 +38,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spark-master", metavar="URL", help="local runs only (default local[*])")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
+    m = p.add_argument_group("maintenance (after the merges; off unless asked for)")
+    m.add_argument("--expire-source-older-than", type=float, metavar="HOURS",
+                   help="expire source snapshots older than this, never past the last merged boundary "
+                        "(unmerged change sets are kept; a shorter retention is clamped)")
+    m.add_argument("--expire-mirror-older-than", type=float, metavar="HOURS",
+                   help="expire mirror snapshots older than this (the current one is always kept)")
+    m.add_argument("--rewrite-manifests", action="store_true", help="rewrite the mirror's manifests")
+    m.add_argument("--compact-files", action="store_true",
+                   help="rewrite the mirror's small files, sorted by its sort order within partitions")
+    m.add_argument("--remove-orphans-older-than", type=float, metavar="HOURS",
+                   help="remove files of both tables that no snapshot references, older than this "
+                        "(use at least the longest write you expect; 72 is a safe choice)")
+    m.add_argument("--orphans-dry-run", action="store_true", help="list orphan files, remove nothing")
+    m.add_argument("--maintenance-only", action="store_true", help="skip the merges; only maintain")
     p.add_argument("--region", metavar="REGION", help="AWS region for --secret-id / S3 summary")
     p.add_argument("--quiet", action="store_true", help="only warnings and errors")
     return p
@@ -90,13 +105,25 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
             validate_name("table", t)
     if args.parallelism < 1:
         raise ConfigError("--parallelism must be at least 1")
+    for flag, value in (("--expire-source-older-than", args.expire_source_older_than),
+                        ("--expire-mirror-older-than", args.expire_mirror_older_than),
+                        ("--remove-orphans-older-than", args.remove_orphans_older_than)):
+        if value is not None and not value >= 0:
+            raise ConfigError(f"{flag} must be a number of hours >= 0, got {value}")
+    if args.orphans_dry_run and args.remove_orphans_older_than is None:
+        raise ConfigError("--orphans-dry-run needs --remove-orphans-older-than")
+    maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
+                                     args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
+                                     args.orphans_dry_run, args.maintenance_only)
+    if args.maintenance_only and not maintenance.requested:
+        raise ConfigError("--maintenance-only needs at least one maintenance option")
     extra = {}
     for item in args.spark_conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
-    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra}
+    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -137,7 +164,7 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
                  " (dry run)" if args.dry_run else "")
         opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run,
-                          args.parallelism, run_id)
+                          args.parallelism, run_id, o["maintenance"])
         results = run_tables(session, cfg, opts, tables)
         summary["tables"] = [r.to_dict() for r in results]
         failed = [r.table for r in results if not r.ok]

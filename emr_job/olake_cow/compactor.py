@@ -4,7 +4,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable, List, Optional
 
 from . import planner
@@ -15,6 +15,7 @@ from .config import DestinationConfig, redact
 from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SchemaEvolutionError
 from .iceberg import IcebergTables
 from .identifiers import qualified, quote
+from .maintenance import HOUR_MS, Maintainer, MaintenanceOptions, MaintenanceResult, mirror_cutoff, source_cutoff
 from .schema import schema_changes
 from .snapshots import TableState
 from .spark_session import table_session
@@ -33,6 +34,7 @@ class JobOptions:
     dry_run: bool = False
     parallelism: int = 4
     run_id: str = ""
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
 
 
 class _Clock:
@@ -70,7 +72,12 @@ class TableJob:
     def run(self) -> TableResult:
         started = time.monotonic()
         try:
-            self._loop()
+            if self.opts.maintenance.only and not self.opts.dry_run:
+                self.result.status = "maintained"
+            else:
+                self._loop()
+            if self.opts.maintenance.requested and not self.opts.dry_run:
+                self._maintain()  # only reached when the merges succeeded
         finally:
             self.result.duration_s = round(time.monotonic() - started, 3)
         return self.result
@@ -107,6 +114,43 @@ class TableJob:
             elif isinstance(step, (planner.Merge, planner.Publish)):
                 self._apply(step, source, mirror)
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    # --- maintenance ---------------------------------------------------------------------
+    def _maintain(self) -> None:
+        m, out = self.opts.maintenance, MaintenanceResult()
+        src_ns, cow_ns = self.opts.source_namespace, self.opts.cow_namespace
+        worker = Maintainer(self.session, self.cfg.catalog_name)
+        source, mirror = self.states()
+        now_ms = int(time.time() * 1000)
+        with _Clock(self.result, "maintenance"):
+            if m.expire_source_hours is not None:
+                cutoff, note = source_cutoff(now_ms, m.expire_source_hours, source, find_checkpoint(mirror))
+                if note:
+                    out.notes.append(note)
+                    self.say("%s", note)
+                if cutoff is not None:
+                    worker.expire(src_ns, self.table, cutoff, out)
+            if mirror.exists:
+                if m.compact_files:
+                    worker.compact(cow_ns, self.mirror, out)
+                if m.rewrite_manifests:
+                    worker.rewrite_manifests(cow_ns, self.mirror, out)
+                if m.expire_mirror_hours is not None:
+                    worker.expire(cow_ns, self.mirror, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
+                after = self.tables.state(cow_ns, self.mirror)
+                snap = after.snapshot(after.current_id)
+                if snap is not None and snap.delete_file_count:
+                    raise OlakeCowError(f"{self.result.mirror}: maintenance left delete files in the mirror")
+            if m.orphans_hours is not None:
+                older = now_ms - int(m.orphans_hours * HOUR_MS)
+                worker.orphans(src_ns, self.table, older, m.orphans_dry_run, out)
+                if mirror.exists:
+                    worker.orphans(cow_ns, self.mirror, older, m.orphans_dry_run, out)
+        self.result.maintenance = asdict(out)
+        self.say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) "
+                 "rewritten, %d file(s) compacted, %d orphan file(s)%s", out.snapshots_expired,
+                 out.files_removed, out.bytes_removed, out.manifests_rewritten, out.files_compacted,
+                 len(out.orphan_files), " (dry run: listed, not removed)" if m.orphans_dry_run else "")
 
     # --- merge / publish -----------------------------------------------------------------
     def _prepare_mirror(self, rebuild: bool, mirror: TableState) -> bool:

@@ -4,7 +4,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-STATUS_OK = ("merged", "up_to_date", "dry_run")
+STATUS_OK = ("merged", "up_to_date", "dry_run", "maintained")
 
 
 @dataclass
@@ -26,6 +26,7 @@ class TableResult:
     last_change_ms: Optional[int] = None  # commit time of the newest source change in the mirror
     plan: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    maintenance: Optional[Dict[str, Any]] = None  # see maintenance.MaintenanceResult
     error: Optional[str] = None
 
     @property

@@ -1,0 +1,118 @@
+"""Table maintenance after a run's merges: snapshot expiry with safety clamps, manifest rewrite,
+small-file compaction and orphan-file removal, all through Iceberg's Spark procedures.
+
+The safety rule is pure (`source_cutoff`): source snapshots are expired only up to the newest
+boundary the mirror has merged. Change sets not yet merged live in the snapshots after it, so
+they are never expired, whatever retention is asked for.
+"""
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+from .checkpoint import Marker
+from .identifiers import quote, sql_string
+from .snapshots import TableState
+
+HOUR_MS = 3600 * 1000
+
+
+def _timestamp(epoch_ms: int) -> str:
+    """A TIMESTAMP literal with an explicit UTC offset (procedure arguments must be literals)."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000.0, tz=timezone.utc)
+    return "TIMESTAMP '" + moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}+00:00'"
+
+
+@dataclass(frozen=True)
+class MaintenanceOptions:
+    expire_source_hours: Optional[float] = None
+    expire_mirror_hours: Optional[float] = None
+    rewrite_manifests: bool = False
+    compact_files: bool = False
+    orphans_hours: Optional[float] = None
+    orphans_dry_run: bool = False
+    only: bool = False  # maintenance without merging (the clamps still protect unmerged changes)
+
+    @property
+    def requested(self) -> bool:
+        return (self.expire_source_hours is not None or self.expire_mirror_hours is not None
+                or self.rewrite_manifests or self.compact_files or self.orphans_hours is not None)
+
+
+@dataclass
+class MaintenanceResult:
+    snapshots_expired: int = 0
+    files_removed: int = 0
+    bytes_removed: int = 0
+    manifests_rewritten: int = 0
+    files_compacted: int = 0
+    orphan_files: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+
+def source_cutoff(now_ms: int, retention_h: float, source: TableState,
+                  checkpoint: Optional[Marker]) -> Tuple[Optional[int], Optional[str]]:
+    """(expire source snapshots older than this epoch-ms, or None to skip; a note for the summary)."""
+    if checkpoint is None or checkpoint.source_uuid != source.uuid:
+        return None, "source expiry skipped: the mirror holds no change set of this source yet"
+    boundary = source.snapshot(checkpoint.boundary_id)
+    if boundary is None:
+        return None, "source expiry skipped: the last merged boundary is not in the source's metadata"
+    wanted = now_ms - int(retention_h * HOUR_MS)
+    if wanted > boundary.timestamp_ms:
+        age_h = (now_ms - boundary.timestamp_ms) / HOUR_MS
+        return boundary.timestamp_ms, (
+            f"source retention {retention_h:g} h clamped to {age_h:.2f} h: snapshots from the last merged "
+            f"boundary ({boundary.snapshot_id}) on are kept so unmerged change sets stay readable")
+    return wanted, None
+
+
+def mirror_cutoff(now_ms: int, retention_h: float) -> int:
+    # The checkpoint also lives in a table property, and the current snapshot is always kept.
+    return now_ms - int(retention_h * HOUR_MS)
+
+
+class Maintainer:
+    """Runs the procedures on one table pair (Spark adapter)."""
+
+    def __init__(self, session, catalog: str) -> None:
+        self.session, self.catalog = session, catalog
+
+    def _call(self, proc: str, args: Dict[str, str]) -> List[Dict[str, Any]]:
+        text = ", ".join(f"{k} => {v}" for k, v in args.items())
+        rows = self.session.sql(f"CALL {quote(self.catalog)}.system.{proc}({text})").collect()
+        return [r.asDict() for r in rows]
+
+    def _files(self, ident: str) -> Dict[str, int]:
+        rows = self.session.sql(f"SELECT file_path, file_size_in_bytes FROM {ident}.all_files").collect()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> None:
+        ident = f"{quote(self.catalog)}.{quote(ns)}.{quote(table)}"
+        before_files = self._files(ident)
+        before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
+        self._call("expire_snapshots", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+                                        "older_than": _timestamp(older_than_ms),
+                                        "retain_last": "1"})
+        after = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
+        after_files = self._files(ident)
+        gone = set(before_files) - set(after_files)
+        out.snapshots_expired += int(before) - int(after)
+        out.files_removed += len(gone)
+        out.bytes_removed += sum(before_files[f] for f in gone)
+
+    def rewrite_manifests(self, ns: str, table: str, out: MaintenanceResult) -> None:
+        rows = self._call("rewrite_manifests", {"table": sql_string(f"{quote(ns)}.{quote(table)}")})
+        out.manifests_rewritten += sum(int(r.get("rewritten_manifests_count") or 0) for r in rows)
+
+    def compact(self, ns: str, table: str, out: MaintenanceResult) -> None:
+        # The mirror always has a sort order (the source's, else _olake_id): sort within partitions.
+        rows = self._call("rewrite_data_files", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+                                                 "strategy": "'sort'",
+                                                 "options": "map('min-input-files', '2')"})
+        out.files_compacted += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
+
+    def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
+        rows = self._call("remove_orphan_files", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+                                                  "older_than": _timestamp(older_than_ms),
+                                                  "dry_run": "true" if dry_run else "false"})
+        out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]

@@ -1,0 +1,104 @@
+"""Maintenance on real Spark + Iceberg: the mirror stays equal to the resolved source, later runs
+neither replay nor lose change sets, unmerged change sets survive any source retention, and
+storage really shrinks."""
+import json
+import os
+
+import pytest
+from tests.spark.test_recovery import crash_after
+
+from olake_cow import iceberg
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(a, b):
+    return [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(a, b)]
+
+
+def data_files(lake, ns, table):
+    root = os.path.join(lake.dest["writer"]["iceberg_s3_path"], ns, table, "data")
+    return {os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".parquet")}
+
+
+def run_with_summary(lake, tmp_path, *args):
+    path = str(tmp_path / f"summary-{len(os.listdir(tmp_path))}.json")
+    code = lake.run("--summary-out", path, *args)
+    with open(path, encoding="utf-8") as f:
+        return code, json.load(f)
+
+
+def test_maintenance_frees_storage_and_keeps_the_mirror_right(hlake, tmp_path):
+    lake = hlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 30))
+    assert lake.run() == 0
+    for n in range(3):
+        lake.writer.commit("t", [{"_olake_id": str(n), "_op_type": "u", "v": 100 + n},
+                                 {"_olake_id": str(40 + n), "_op_type": "c", "v": 40 + n},
+                                 {"_olake_id": str(10 + n), "_op_type": "d"}], pure_deletes=[str(20 + n)])
+        assert lake.run() == 0
+    source_before = data_files(lake, lake.ns, "t")
+    mirror_before = data_files(lake, lake.cow_ns, "t_cow")
+    code, summary = run_with_summary(lake, tmp_path, "--expire-source-older-than", "0",
+                                     "--expire-mirror-older-than", "0", "--compact-files", "--rewrite-manifests")
+    assert code == 0, summary
+    m = summary["tables"][0]["maintenance"]
+    assert m["snapshots_expired"] > 0 and m["files_removed"] > 0 and m["bytes_removed"] > 0
+    assert any("clamped" in note for note in m["notes"])
+    source_after = data_files(lake, lake.ns, "t")
+    mirror_after = data_files(lake, lake.cow_ns, "t_cow")
+    assert len(source_after) < len(source_before) and len(mirror_after) < len(mirror_before)
+    lake.assert_mirror_matches("t")
+    # a later incremental run still works
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 555}, {"_olake_id": "6", "_op_type": "d"}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_source_expiry_never_removes_an_unmerged_change_set(hlake, monkeypatch, tmp_path):
+    lake = hlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 20))
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
+                       pure_deletes=["3"])
+    with monkeypatch.context() as m:
+        crash_after(m, iceberg.IcebergTables, "truncate")  # the change set is closed but not merged
+        assert lake.run() == 1
+    code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--expire-source-older-than", "0")
+    assert code == 0, summary
+    assert summary["tables"][0]["status"] == "maintained"
+    assert summary["tables"][0]["maintenance"]["snapshots_expired"] > 0
+    assert lake.run() == 0  # the unmerged change set is still there to merge
+    lake.assert_mirror_matches("t")
+
+
+def test_orphan_files_are_listed_by_dry_run_then_removed(hlake, tmp_path):
+    lake = hlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 10))
+    assert lake.run() == 0
+    some_dir = os.path.dirname(sorted(data_files(lake, lake.cow_ns, "t_cow"))[0])
+    orphan = os.path.join(some_dir, "00000-orphan-from-a-dead-writer.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"PAR1 not really")
+    os.utime(orphan, (1_000_000_000, 1_000_000_000))  # 2001: older than any safe age
+    code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--remove-orphans-older-than", "24",
+                                     "--orphans-dry-run")
+    assert code == 0, summary
+    assert [p for p in summary["tables"][0]["maintenance"]["orphan_files"] if p.endswith(os.path.basename(orphan))]
+    assert os.path.exists(orphan)
+    code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--remove-orphans-older-than", "24")
+    assert code == 0 and not os.path.exists(orphan)
+    lake.assert_mirror_matches("t")
+
+
+@pytest.mark.parametrize("args, why", [
+    (["--orphans-dry-run"], "--orphans-dry-run needs --remove-orphans-older-than"),
+    (["--expire-source-older-than", "-1"], "must be a number of hours >= 0"),
+    (["--maintenance-only"], "needs at least one maintenance option"),
+])
+def test_bad_maintenance_options_are_refused(hlake, capsys, args, why):
+    assert hlake.run(*args) == 2
+    assert why in capsys.readouterr().err
