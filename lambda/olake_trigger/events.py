@@ -10,7 +10,7 @@ Accepted:
 """
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
 from olake_cow.errors import OlakeCowError
@@ -219,12 +219,3 @@ def _text(obj: Mapping[str, Any], key: str) -> str:
         raise EventError(f"event field '{key}' is missing or empty")
     return value
 
-
-def as_dict(ev: Event) -> Dict[str, Any]:
-    from dataclasses import asdict
-
-    return {"kind": type(ev).__name__, **asdict(ev)}
-
-
-def table_list(tables: Optional[Tuple[str, ...]]) -> Optional[List[str]]:
-    return list(tables) if tables else None

@@ -70,16 +70,20 @@ def load_config() -> DestinationConfig:
 ALARMED = ("JobFailed", "LagSeconds")
 
 
-def emit(namespace: str, point: Point) -> None:
+def _publish(point: Point, dimensions: Dict[str, str]) -> None:
     with single_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value,
                        namespace=metrics.namespace) as m:
-        m.add_dimension("namespace", namespace)
-        if point.table is not None:
-            m.add_dimension("table", point.table)
+        for key, value in dimensions.items():
+            m.add_dimension(key, value)
+
+
+def emit(namespace: str, point: Point) -> None:
+    dimensions = {"namespace": namespace}
+    if point.table is not None:
+        dimensions["table"] = point.table
+    _publish(point, dimensions)
     if point.table is None and point.name in ALARMED:
-        with single_metric(name=point.name, unit=MetricUnit(point.unit), value=point.value,
-                           namespace=metrics.namespace):
-            pass
+        _publish(point, {})
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE, log_event=False)

@@ -67,6 +67,15 @@ class StateStore:
     def _key(self, namespace: str) -> Dict[str, Any]:
         return {"pk": {"S": f"ns#{namespace}"}}
 
+    def _conditional(self, namespace: str, **kwargs: Any) -> Optional[Dict[str, Any]]:
+        """UpdateItem under a condition: the response, or None when the condition does not hold."""
+        try:
+            return self.ddb.update_item(TableName=self.table, Key=self._key(namespace), **kwargs)
+        except ClientError as exc:
+            if _conditional_failed(exc):
+                return None
+            raise
+
     def get(self, namespace: str) -> NamespaceState:
         item = self.ddb.get_item(TableName=self.table, Key=self._key(namespace), ConsistentRead=True).get("Item")
         return _state(namespace, item)
@@ -99,20 +108,15 @@ class StateStore:
     def acquire(self, namespace: str, token: str, now: int, lease_until: int) -> Optional[NamespaceState]:
         """Take the lease if free or expired, and take over the pending tables. Returns the state
         before the write (its `pending` are now this run's), or None if a live lease is held."""
-        try:
-            out = self.ddb.update_item(
-                TableName=self.table, Key=self._key(namespace),
-                UpdateExpression="SET lease_until = :until, #tok = :tok REMOVE job_run_id, summary_uri, pending",
-                ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
-                ExpressionAttributeNames={"#tok": "token"},
-                ExpressionAttributeValues={":until": {"N": str(lease_until)}, ":tok": {"S": token},
-                                           ":now": {"N": str(now)}},
-                ReturnValues="ALL_OLD")
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return None
-            raise
-        return _state(namespace, out.get("Attributes"))
+        out = self._conditional(
+            namespace,
+            UpdateExpression="SET lease_until = :until, #tok = :tok REMOVE job_run_id, summary_uri, pending",
+            ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
+            ExpressionAttributeNames={"#tok": "token"},
+            ExpressionAttributeValues={":until": {"N": str(lease_until)}, ":tok": {"S": token},
+                                       ":now": {"N": str(now)}},
+            ReturnValues="ALL_OLD")
+        return None if out is None else _state(namespace, out.get("Attributes"))
 
     def started(self, namespace: str, token: str, job_run_id: str, summary_uri: str) -> None:
         self.ddb.update_item(
@@ -131,27 +135,17 @@ class StateStore:
         if names:
             expr += " ADD pending :p"
             values[":p"] = {"SS": names}
-        try:
-            self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=expr,
-                                 ConditionExpression="#tok = :tok", ExpressionAttributeNames={"#tok": "token"},
-                                 ExpressionAttributeValues=values)
-        except ClientError as exc:
-            if not _conditional_failed(exc):
-                raise
+        self._conditional(namespace, UpdateExpression=expr, ConditionExpression="#tok = :tok",
+                          ExpressionAttributeNames={"#tok": "token"}, ExpressionAttributeValues=values)
 
     def finish(self, namespace: str, job_run_id: str) -> Optional[NamespaceState]:
         """Release the lease held by `job_run_id`. Returns the state after release, or None if
         that job no longer holds it (a duplicate or late end event)."""
-        try:
-            out = self.ddb.update_item(
-                TableName=self.table, Key=self._key(namespace),
-                UpdateExpression="REMOVE lease_until, #tok, job_run_id",
-                ConditionExpression="job_run_id = :id",
-                ExpressionAttributeNames={"#tok": "token"},
-                ExpressionAttributeValues={":id": {"S": job_run_id}},
-                ReturnValues="ALL_NEW")
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return None
-            raise
-        return _state(namespace, out.get("Attributes"))
+        out = self._conditional(
+            namespace,
+            UpdateExpression="REMOVE lease_until, #tok, job_run_id",
+            ConditionExpression="job_run_id = :id",
+            ExpressionAttributeNames={"#tok": "token"},
+            ExpressionAttributeValues={":id": {"S": job_run_id}},
+            ReturnValues="ALL_NEW")
+        return None if out is None else _state(namespace, out.get("Attributes"))

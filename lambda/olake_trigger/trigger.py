@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from botocore.exceptions import ClientError
 
 from olake_cow.config import DestinationConfig
+from olake_cow.errors import ConfigError
 
 from . import jobs
 from .debounce import Debouncer
@@ -220,8 +221,6 @@ class Trigger:
 
     def _debouncer(self) -> Debouncer:
         if not self.s.scheduler_role_arn or not self.function_arn:
-            from olake_cow.errors import ConfigError
-
             raise ConfigError("QUIET_PERIOD_SECONDS > 0 needs SCHEDULER_ROLE_ARN (and the function ARN) "
                               "for the debounce schedule; set QUIET_PERIOD_SECONDS=0 to start at once")
         return Debouncer(self.c.scheduler, self.s.scheduler_group, self.s.scheduler_role_arn, self.function_arn)

@@ -38,8 +38,11 @@ def crash(monkeypatch, cls, name, when="after"):
     monkeypatch.setattr(cls, name, wrapper)
 
 
-def crash_after(monkeypatch, cls, name):
-    crash(monkeypatch, cls, name, "after")
+def run_crashing(lake, monkeypatch, cls, name, when="after"):
+    """One job run with `cls.name` crashing: the run must report failure (exit 1)."""
+    with monkeypatch.context() as m:
+        crash(m, cls, name, when)
+        assert lake.run() == 1
 
 
 @pytest.mark.parametrize("where", [
@@ -52,9 +55,7 @@ def crash_after(monkeypatch, cls, name):
 def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
     when, cls, name = where
     setup(lake)
-    with monkeypatch.context() as m:
-        crash(m, cls, name, when)
-        assert lake.run() == 1
+    run_crashing(lake, monkeypatch, cls, name, when)
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
     assert lake.run() == 0  # and then it is idle
@@ -63,13 +64,9 @@ def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
 
 def test_crash_between_truncate_and_merge_with_new_commits_in_between(lake, monkeypatch):
     setup(lake)
-    with monkeypatch.context() as m:
-        crash_after(m, iceberg.IcebergTables, "truncate")
-        assert lake.run() == 1
+    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 101}], pure_deletes=["4"])
-    with monkeypatch.context() as m:
-        crash_after(m, iceberg.IcebergTables, "truncate")
-        assert lake.run() == 1
+    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "d"}])
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
@@ -77,9 +74,7 @@ def test_crash_between_truncate_and_merge_with_new_commits_in_between(lake, monk
 
 def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch):
     setup(lake)
-    with monkeypatch.context() as m:
-        crash_after(m, compactor.TableJob, "_write")
-        assert lake.run() == 1
+    run_crashing(lake, monkeypatch, compactor.TableJob, "_write")
     staged = [s for s in lake.mirror("t").snapshots if s.snapshot_id != lake.mirror("t").current_id
               and "wap.id" in s.summary]
     # a maintenance commit moves the mirror on: the staged merge can no longer be fast-forwarded
