@@ -105,18 +105,9 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
             validate_name("table", t)
     if args.parallelism < 1:
         raise ConfigError("--parallelism must be at least 1")
-    for flag, value in (("--expire-source-older-than", args.expire_source_older_than),
-                        ("--expire-mirror-older-than", args.expire_mirror_older_than),
-                        ("--remove-orphans-older-than", args.remove_orphans_older_than)):
-        if value is not None and not value >= 0:
-            raise ConfigError(f"{flag} must be a number of hours >= 0, got {value}")
-    if args.orphans_dry_run and args.remove_orphans_older_than is None:
-        raise ConfigError("--orphans-dry-run needs --remove-orphans-older-than")
     maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
-                                     args.orphans_dry_run, args.maintenance_only)
-    if args.maintenance_only and not maintenance.requested:
-        raise ConfigError("--maintenance-only needs at least one maintenance option")
+                                     args.orphans_dry_run, args.maintenance_only).validate()
     extra = {}
     for item in args.spark_conf:
         key, sep, value = item.partition("=")

@@ -141,8 +141,8 @@ class TableJob:
                 snap = after.snapshot(after.current_id)
                 if snap is not None and snap.delete_file_count:
                     raise OlakeCowError(f"{self.result.mirror}: maintenance left delete files in the mirror")
-            if m.orphans_hours is not None:
-                older = now_ms - int(m.orphans_hours * HOUR_MS)
+            if m.remove_orphans_hours is not None:
+                older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
                 worker.orphans(src_ns, self.table, older, m.orphans_dry_run, out)
                 if mirror.exists:
                     worker.orphans(cow_ns, self.mirror, older, m.orphans_dry_run, out)

@@ -7,9 +7,10 @@ they are never expired, whatever retention is asked for.
 """
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .checkpoint import Marker
+from .errors import ConfigError
 from .identifiers import quote, sql_string
 from .snapshots import TableState
 
@@ -28,14 +29,79 @@ class MaintenanceOptions:
     expire_mirror_hours: Optional[float] = None
     rewrite_manifests: bool = False
     compact_files: bool = False
-    orphans_hours: Optional[float] = None
+    remove_orphans_hours: Optional[float] = None
     orphans_dry_run: bool = False
     only: bool = False  # maintenance without merging (the clamps still protect unmerged changes)
 
     @property
     def requested(self) -> bool:
         return (self.expire_source_hours is not None or self.expire_mirror_hours is not None
-                or self.rewrite_manifests or self.compact_files or self.orphans_hours is not None)
+                or self.rewrite_manifests or self.compact_files or self.remove_orphans_hours is not None)
+
+    def validate(self) -> "MaintenanceOptions":
+        """The rules shared by the command line and the trigger's payloads (ConfigError names the option)."""
+        for key in ("expire_source_hours", "expire_mirror_hours", "remove_orphans_hours"):
+            value = getattr(self, key)
+            if value is not None and not value >= 0:
+                raise ConfigError(f"{_FLAGS[key]} must be a number of hours >= 0, got {value}")
+        if self.orphans_dry_run and self.remove_orphans_hours is None:
+            raise ConfigError("--orphans-dry-run needs --remove-orphans-older-than")
+        if self.only and not self.requested:
+            raise ConfigError("--maintenance-only needs at least one maintenance option")
+        return self
+
+    def cli_args(self) -> List[str]:
+        """The job's command-line flags for these options."""
+        args: List[str] = []
+        for key, flag in _FLAGS.items():
+            value = getattr(self, key)
+            if isinstance(value, bool):
+                args += [flag] if value else []
+            elif value is not None:
+                args += [flag, f"{value:g}"]
+        return args
+
+
+# option -> job flag; the trigger's payload uses the option names as keys.
+_FLAGS = {
+    "expire_source_hours": "--expire-source-older-than",
+    "expire_mirror_hours": "--expire-mirror-older-than",
+    "rewrite_manifests": "--rewrite-manifests",
+    "compact_files": "--compact-files",
+    "remove_orphans_hours": "--remove-orphans-older-than",
+    "orphans_dry_run": "--orphans-dry-run",
+    "only": "--maintenance-only",
+}
+
+
+def options_from_payload(value: Any) -> MaintenanceOptions:
+    """`{"expire_source_hours": 24, "compact_files": true, ...}` from a trigger payload."""
+    if value is None:
+        return MaintenanceOptions()
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"'maintenance' must be an object, got {type(value).__name__}")
+    unknown = sorted(set(value) - set(_FLAGS))
+    if unknown:
+        raise ConfigError(f"'maintenance' has unknown key(s) {', '.join(unknown)}; expected "
+                          f"{', '.join(_FLAGS)}")
+    fields: Dict[str, Any] = {}
+    for key, raw in value.items():
+        if key.endswith("_hours"):
+            if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
+                raise ConfigError(f"'maintenance.{key}' must be a number of hours, got {raw!r}")
+            fields[key] = None if raw is None else float(raw)
+        else:
+            if not isinstance(raw, bool):
+                raise ConfigError(f"'maintenance.{key}' must be true or false, got {raw!r}")
+            fields[key] = raw
+    opts = MaintenanceOptions(**fields)
+    try:
+        return opts.validate()
+    except ConfigError as exc:  # name the payload keys, not the flags
+        text = str(exc)
+        for key, flag in _FLAGS.items():
+            text = text.replace(flag, f"'maintenance.{key}'")
+        raise ConfigError(text) from None
 
 
 @dataclass

@@ -3,10 +3,11 @@
 Accepted:
 - S3 "Object Created" (via EventBridge) for `<warehouse>/<namespace>[.db]/<table>[-<uuid>]/metadata/*.metadata.json`
 - EMR Serverless "Job Run State Change" (via EventBridge)
-- a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false}`,
-  bare or as the `detail` of an EventBridge "Scheduled Event"
+- a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false,
+  "maintenance": {...}}`, bare or as the `detail` of an EventBridge "Scheduled Event"
 - the debounce timer this Lambda sets: `{"trigger": "debounce", "namespace": "..."}`
-- direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false}`
+- direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false, "maintenance": {...}}`
+  ("maintenance": the job's maintenance options by name, e.g. `{"expire_source_hours": 24, "compact_files": true}`)
 """
 import re
 from dataclasses import dataclass
@@ -15,14 +16,15 @@ from urllib.parse import unquote_plus
 
 from olake_cow.errors import OlakeCowError
 from olake_cow.identifiers import validate_name
+from olake_cow.maintenance import options_from_payload
 
 from .settings import Settings
 
 TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 # Some catalogs suffix table folders with a UUID: <table>-<uuid>.
 _TABLE_DIR = re.compile(r"^(?P<table>.+?)(-[0-9a-f]{32}|-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})?$")
-_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger"}
-_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force"}
+_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance"}
+_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "maintenance"}
 
 
 class EventError(OlakeCowError):
@@ -54,6 +56,7 @@ class RunRequest:
     window: str  # what makes a retried invocation recognisable (client token)
     force: bool = False
     dry_run: bool = False
+    maintenance: Tuple[str, ...] = ()  # the job's maintenance flags
 
 
 @dataclass(frozen=True)
@@ -166,19 +169,27 @@ def _schedule(payload: Mapping[str, Any], request_id: str) -> RunRequest:
         raise EventError(f"schedule input 'tables' names namespace(s) not in 'namespaces': {sorted(extra)}")
     targets = tuple((ns, _tables(tables.get(ns))) for ns in dict.fromkeys(names))
     return RunRequest("schedule", targets, window=str(payload.get("window") or request_id),
-                      force=_flag(payload, "force"))
+                      force=_flag(payload, "force"), maintenance=_maintenance(payload))
 
 
 def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     unknown = set(payload) - _DIRECT_KEYS
     if unknown:
         raise EventError(f"direct invocation has unknown key(s): {', '.join(sorted(unknown))}; "
-                         "expected namespace, tables, dry_run, force")
+                         "expected namespace, tables, dry_run, force, maintenance")
     if "namespace" not in payload:
         raise EventError("direct invocation needs 'namespace'")
     ns = _name("namespace", payload.get("namespace"))
     return RunRequest("direct", ((ns, _tables(payload.get("tables"))),), window=request_id,
-                      force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"))
+                      force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"),
+                      maintenance=_maintenance(payload))
+
+
+def _maintenance(payload: Mapping[str, Any]) -> Tuple[str, ...]:
+    try:
+        return tuple(options_from_payload(payload.get("maintenance")).cli_args())
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
 
 
 def _tables(value: Any) -> Optional[Tuple[str, ...]]:

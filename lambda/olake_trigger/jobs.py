@@ -28,7 +28,7 @@ def summary_location(settings: Settings, namespace: str, token: str) -> str:
 
 
 def job_arguments(settings: Settings, namespace: str, tables: Optional[Sequence[str]],
-                  summary_uri: str) -> List[str]:
+                  summary_uri: str, maintenance: Sequence[str] = ()) -> List[str]:
     args = ["--secret-id", settings.secret_id, "--source-namespace", namespace,
             "--cow-namespace", settings.cow_namespace(namespace),
             "--summary-out", summary_uri, "--delete-mode", settings.delete_mode,
@@ -40,7 +40,7 @@ def job_arguments(settings: Settings, namespace: str, tables: Optional[Sequence[
         args += ["--tables", ",".join(sorted(tables))]
     if settings.region:
         args += ["--region", settings.region]
-    return args
+    return args + list(maintenance)
 
 
 def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
@@ -58,7 +58,8 @@ def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
 
 
 def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace: str,
-                          tables: Optional[Sequence[str]], window: str, trigger: str) -> Dict[str, Any]:
+                          tables: Optional[Sequence[str]], window: str, trigger: str,
+                          maintenance: Sequence[str] = ()) -> Dict[str, Any]:
     token = client_token(namespace, window)
     summary_uri = summary_location(settings, namespace, token)
     monitoring: Dict[str, Any] = {}
@@ -76,7 +77,7 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
         "executionTimeoutMinutes": settings.job_timeout_min,
         "jobDriver": {"sparkSubmit": {
             "entryPoint": settings.entry_point,
-            "entryPointArguments": job_arguments(settings, namespace, tables, summary_uri),
+            "entryPointArguments": job_arguments(settings, namespace, tables, summary_uri, maintenance),
             "sparkSubmitParameters": spark_parameters(settings, cfg),
         }},
         "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: trigger},

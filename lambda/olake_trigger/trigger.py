@@ -95,17 +95,21 @@ class Trigger:
                         "reason": "a commit arrived during the quiet period"}
             return {"namespace": namespace, **self.start(namespace, (), ev.window, "debounce", cfg)}
         requested = tables if tables else None
+        # Maintenance may be due when no source commit is: the idle check does not apply then.
         return {"namespace": namespace, **self.start(namespace, requested, f"{ev.trigger}:{ev.window}",
-                                                     ev.trigger, cfg, force=ev.force, dry_run=ev.dry_run)}
+                                                     ev.trigger, cfg, force=ev.force or bool(ev.maintenance),
+                                                     dry_run=ev.dry_run, maintenance=ev.maintenance)}
 
     # --- starting a job ---------------------------------------------------------------------
     def start(self, namespace: str, requested: Optional[Sequence[str]], window: str, trigger: str,
-              cfg: DestinationConfig, force: bool = False, dry_run: bool = False) -> Dict[str, Any]:
+              cfg: DestinationConfig, force: bool = False, dry_run: bool = False,
+              maintenance: Sequence[str] = ()) -> Dict[str, Any]:
         """`requested`: None = every table; () = only the tables with pending commits."""
         if dry_run:
             asked = None if requested is None else list(requested)
             work = self._work(cfg, namespace, asked) if not force else None
-            request = jobs.start_job_run_request(self.s, cfg, namespace, work or asked, window, trigger)
+            request = jobs.start_job_run_request(self.s, cfg, namespace, work or asked, window, trigger,
+                                                 maintenance)
             return {"status": "dry_run", "would_start": work is None or bool(work),
                     "tables_with_work": work, "request": request}
         token = jobs.client_token(namespace, window)
@@ -141,7 +145,7 @@ class Trigger:
                     return {"status": "skipped", "reason": "no source commit that the mirror has not absorbed"}
                 if work:
                     tables = tuple(work)
-            request = jobs.start_job_run_request(self.s, cfg, namespace, tables, window, trigger)
+            request = jobs.start_job_run_request(self.s, cfg, namespace, tables, window, trigger, maintenance)
             run = self.c.emr.start_job_run(**request)
         except Exception:
             self.store.abandon(namespace, token, pending)

@@ -202,3 +202,22 @@ def test_sam_build_package_imports_its_handler_and_handles_an_event(tmp_path):
     out = json.loads(line[len("RESULT "):])
     assert out["result"]["status"] == "started" and out["runs"] == 1
     assert all(f.startswith(str(package)) for f in out["files"]), out["files"]
+
+
+def test_the_periodic_schedule_input_is_a_valid_schedule_payload():
+    from olake_trigger.events import RunRequest, classify
+    from olake_trigger.settings import from_env
+
+    t = load_template()
+    body, names = t["Resources"]["PeriodicRuns"]["Properties"]["Target"]["Input"]["Fn::Sub"]
+    assert names["List"]["Fn::Join"][1] == {"Ref": "SourceNamespaces"}
+    text = (body.replace("${List}", '", "'.join(["sales", "crm"]))
+            .replace("${ScheduleMaintenance}", t["Parameters"]["ScheduleMaintenance"]["Default"]))
+    assert re.fullmatch(t["Parameters"]["ScheduleMaintenance"]["AllowedPattern"],
+                        t["Parameters"]["ScheduleMaintenance"]["Default"])
+    env = {"OLAKE_SECRET_ID": "s", "STATE_TABLE": "t", "EMR_APPLICATION_ID": "a", "EMR_EXECUTION_ROLE_ARN": "r",
+           "JOB_ENTRY_POINT": "s3://bkt/m.py", "JOB_PY_FILES": "s3://bkt/c.zip", "SUMMARY_S3_URI": "s3://bkt/s",
+           "SOURCE_NAMESPACES": "sales,crm"}
+    ev = classify(json.loads(text), from_env(env), "s3://bkt/wh", "req")
+    assert isinstance(ev, RunRequest) and [ns for ns, _ in ev.targets] == ["sales", "crm"]
+    assert "--expire-source-older-than" in ev.maintenance and "--compact-files" in ev.maintenance

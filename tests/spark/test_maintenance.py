@@ -52,7 +52,9 @@ def test_maintenance_frees_storage_and_keeps_the_mirror_right(hlake, tmp_path):
     lake.assert_mirror_matches("t")
     # a later incremental run still works
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 555}, {"_olake_id": "6", "_op_type": "d"}])
-    assert lake.run() == 0
+    code, summary = run_with_summary(lake, tmp_path)
+    assert code == 0, summary
+    assert summary["tables"][0]["boundaries_merged"] == 1, (summary, lake.source("t"), lake.mirror("t"))
     lake.assert_mirror_matches("t")
 
 
@@ -100,3 +102,31 @@ def test_orphan_files_are_listed_by_dry_run_then_removed(hlake, tmp_path):
 def test_bad_maintenance_options_are_refused(hlake, capsys, args, why):
     assert hlake.run(*args) == 2
     assert why in capsys.readouterr().err
+
+
+def test_compaction_merges_small_files_and_keeps_rows(hlake, tmp_path):
+    lake = hlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 400))
+    assert lake.run() == 0
+    # Scatter the mirror over many small files (same rows), as many small merges would.
+    spark = lake.writer.spark
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.shuffle.partitions", "8")
+    try:
+        from pyspark.sql.functions import lit
+
+        spark.table(lake.mirror_q("t")).writeTo(lake.mirror_q("t")).overwrite(lit(True))
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    live = lambda: spark.sql(f"SELECT count(*) FROM {lake.mirror_q('t')}.files").collect()[0][0]  # noqa: E731
+    before = live()
+    assert before >= 4
+    lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "u", "v": 777}, {"_olake_id": "8", "_op_type": "d"}])
+    code, summary = run_with_summary(lake, tmp_path, "--compact-files")
+    assert code == 0, summary
+    assert summary["tables"][0]["boundaries_merged"] == 1
+    assert summary["tables"][0]["maintenance"]["files_compacted"] >= before - 1
+    assert live() < before / 2
+    lake.assert_mirror_matches("t")

@@ -194,6 +194,23 @@ def test_force_skips_the_idle_check(aws):
     assert aws.invoke({"namespace": "sales", "force": True})["status"] == "started"
 
 
+def test_maintenance_in_a_schedule_reaches_the_job_even_when_nothing_is_new(aws):
+    aws.glue_table("sales", "orders", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    out = aws.invoke({"trigger": "schedule", "namespaces": ["sales"], "window": "w1",
+                      "maintenance": {"expire_source_hours": 168, "compact_files": True, "rewrite_manifests": False}})
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert args_of(run)[-3:] == ["--expire-source-older-than", "168", "--compact-files"]
+
+
+def test_maintenance_in_a_direct_invocation(aws):
+    aws.invoke({"namespace": "sales", "maintenance": {"only": True, "remove_orphans_hours": 72,
+                                                      "orphans_dry_run": True}})
+    [run] = aws.job_runs()
+    assert args_of(run)[-4:] == ["--remove-orphans-older-than", "72", "--orphans-dry-run", "--maintenance-only"]
+
+
 # --- config and bad input ----------------------------------------------------------------
 @pytest.mark.parametrize("secret, why", [
     ('{"type": "ICEBERG", "writer": {"catalog_type": "jdbc", "jdbc_url": "jdbc:postgresql://db/x", '
@@ -232,6 +249,16 @@ def test_a_missing_secret_says_which(aws):
     ({"trigger": "schedule", "namespaces": ["a"], "tables": {"b": ["t"]}}, "not in 'namespaces'"),
     ({"trigger": "cron"}, "unknown trigger 'cron'"),
     ([1, 2], "must be a JSON object"),
+    ({"namespace": "sales", "maintenance": {"expire_hours": 1}}, "'maintenance' has unknown key(s) expire_hours"),
+    ({"namespace": "sales", "maintenance": {"expire_source_hours": "1d"}},
+     "'maintenance.expire_source_hours' must be a number of hours"),
+    ({"namespace": "sales", "maintenance": {"expire_mirror_hours": -2}},
+     "'maintenance.expire_mirror_hours' must be a number of hours >= 0"),
+    ({"namespace": "sales", "maintenance": {"orphans_dry_run": True}},
+     "'maintenance.orphans_dry_run' needs 'maintenance.remove_orphans_hours'"),
+    ({"namespace": "sales", "maintenance": {"only": True}}, "'maintenance.only' needs at least one"),
+    ({"trigger": "schedule", "namespaces": ["sales"], "maintenance": ["compact"]}, "'maintenance' must be an object"),
+    ({"namespace": "sales", "maintenance": {"compact_files": "yes"}}, "'maintenance.compact_files' must be true or"),
 ])
 def test_anything_else_is_rejected_with_a_clear_error(aws, event, why):
     with pytest.raises(EventError, match=".*".join(map(__import__("re").escape, why.split(".*")))):
