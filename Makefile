@@ -46,8 +46,12 @@ test: $(STAMP) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, PostgreSQL)
 test-fast: $(STAMP) ## unit and moto tests only (no JVM)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
+soak: $(STAMP) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
+	bash scripts/system-deps.sh
+	$(BIN)/python scripts/soak.py $(SOAK_ARGS)
+
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check emr_job lambda infra testkit tests demo
+	$(BIN)/ruff check emr_job lambda infra testkit tests demo scripts
 
 typecheck: $(STAMP) ## mypy on the job and trigger packages
 	$(BIN)/mypy

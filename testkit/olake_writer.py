@@ -105,11 +105,16 @@ class OlakeWriter:
                 delta.addDeletes(f)
         if not data_files and not eq_keys:
             return None
-        delta.commit()
+        tag = uuid.uuid4().hex
+        delta.set("olake-writer.commit", tag).commit()
         t.refresh()
         t.updateProperties().set("olake_2pc", f'{{"commit":{next(self._seq)}}}').commit()
         model.apply(batch, pure)
-        return int(t.currentSnapshot().snapshotId())
+        # Our own snapshot, not the current one: a compactor may have truncated in between.
+        for snap in reversed(list(t.snapshots())):
+            if snap.summary().get("olake-writer.commit") == tag:
+                return int(snap.snapshotId())
+        raise RuntimeError(f"writer: commit {tag} not found in {table}'s snapshots")
 
     def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> tuple:
         """(staged snapshot, its data files) of a WAP append of the batch."""

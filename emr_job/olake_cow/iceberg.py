@@ -75,8 +75,10 @@ class IcebergTables:
         if not self.namespace_exists(namespace):
             try:
                 self.catalog.createNamespace(self._namespace(namespace))
-            except Exception as exc:
-                if not is_java_error(exc, "AlreadyExistsException"):
+            except Exception:
+                # Tables of one run create it concurrently; some catalogs (JDBC) then fail with a
+                # SQL error instead of AlreadyExistsException.
+                if not self.namespace_exists(namespace):
                     raise
 
     def list_tables(self, namespace: str) -> List[str]:

@@ -232,3 +232,19 @@ def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinatio
                             ("launch conf", launch), ("logs", logs)):
             assert value not in text, f"secret leaked into {where}"
     assert "AWS_SECRET_ACCESS_KEY" not in os.environ
+
+
+def test_tables_of_one_run_create_the_mirror_namespace_at_once(lake):
+    """Found by the soak: parallel tables racing to create the mirror namespace (JDBC catalog)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from testkit.local import writer_session
+
+    ns = lake.ns + "_race"
+
+    def create(_):
+        IcebergTables(writer_session(lake.root, lake.cfg), lake.catalog).create_namespace(ns)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, range(8)))
+    assert lake.tables.namespace_exists(ns)

@@ -1,0 +1,342 @@
+"""`make soak`: many cycles of OLake-like CDC batches against a JDBC catalog on a real PostgreSQL
+server, with job runs (the real command line, in a subprocess) killed by SIGKILL at random
+moments, runs with the writer committing concurrently, and runs with mirror maintenance.
+
+After every completed run each mirror is compared with the resolved source at the mirror's
+checkpoint, computed independently by the writer's model (testkit/model.py) and read back both
+by Spark and by pyiceberg (which refuses delete files). Prints the figures and writes them as
+JSON. Exit 0 only with 0 mismatches and 0 failed runs.
+
+    .venv/bin/python scripts/soak.py                      # the CI setting (a few minutes)
+    .venv/bin/python scripts/soak.py --kills 60 --concurrent 24 --out docs/soak.json
+"""
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
+
+from testkit import pg  # noqa: E402
+from testkit.local import local_session, pyiceberg_rows, write_destination, writer_session  # noqa: E402
+from testkit.model import diff, normalized  # noqa: E402
+from testkit.olake_writer import OlakeWriter  # noqa: E402
+
+from olake_cow.checkpoint import find_checkpoint  # noqa: E402
+from olake_cow.iceberg import IcebergTables  # noqa: E402
+from olake_cow.identifiers import qualified  # noqa: E402
+
+MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
+               "--rewrite-manifests"]
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="soak", description=__doc__.split("\n\n")[0])
+    p.add_argument("--kills", type=int, default=4, help="job runs to kill with SIGKILL (default 4)")
+    p.add_argument("--concurrent", type=int, default=2,
+                   help="job runs with the writer committing meanwhile (default 2)")
+    p.add_argument("--tables", type=int, default=2, help="tables in the namespace (default 2)")
+    p.add_argument("--rows", type=int, default=300, help="rows per table after the backfill (default 300)")
+    p.add_argument("--change-fraction", type=float, default=0.05, help="keys touched per batch (default 0.05)")
+    p.add_argument("--maintenance-every", type=int, default=3,
+                   help="every Nth completed run also maintains the tables (default 3; 0 = never)")
+    p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
+    p.add_argument("--out", metavar="PATH", help="write the figures as JSON here")
+    p.add_argument("--keep", action="store_true", help="keep the work folder (warehouse, logs)")
+    return p.parse_args(argv)
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace, work: str, server: "pg.PostgresServer") -> None:
+        self.args, self.work = args, work
+        self.rng = random.Random(args.seed)
+        self.ns = f"soak_{args.seed}"
+        self.cow_ns = self.ns + "_cow"
+        dest = {"type": "ICEBERG", "writer": {
+            "catalog_type": "jdbc", "catalog_name": "soak", "jdbc_url": server.jdbc_url,
+            "jdbc_username": "iceberg", "jdbc_password": "soak-Secret-1",
+            "iceberg_s3_path": os.path.join(work, "warehouse")}}
+        self.dest_path = write_destination(os.path.join(work, "destination.json"), dest)
+        root, cfg = local_session(dest)
+        self.writer = OlakeWriter(writer_session(root, cfg), "soak", self.ns)
+        self.reader = writer_session(root, cfg)
+        self.tables = [f"t{i}" for i in range(args.tables)]
+        self.history: Dict[str, Dict[int, List[Dict[str, Any]]]] = {t: {} for t in self.tables}
+        self.lock = threading.Lock()
+        self.next_key = {t: args.rows for t in self.tables}
+        self.extra_cols: Dict[str, List[str]] = {t: [] for t in self.tables}
+        self.widened: set = set()
+        self.figures: Dict[str, Any] = {
+            "seed": args.seed, "tables": args.tables, "rows": args.rows, "runs_completed": 0,
+            "runs_killed": 0, "runs_finished_before_kill": 0, "runs_with_concurrent_writer": 0,
+            "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
+            "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
+            "kill_after_seconds": [], "failures": []}
+
+    # --- the OLake side ---------------------------------------------------------------------
+    def setup(self) -> None:
+        for t in self.tables:
+            self.writer.create_table(t, [("v", "int"), ("s", "string")])
+            rows = [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(self.args.rows)]
+            self.writer.backfill(t, rows, chunk=max(1, self.args.rows // 3))
+            self._remember(t, self._current(t))
+
+    def _current(self, table: str) -> int:
+        return int(self.writer.tables.load(self.ns, table).currentSnapshot().snapshotId())
+
+    def _remember(self, table: str, snapshot_id: int) -> None:
+        with self.lock:
+            self.history[table][snapshot_id] = [dict(r) for r in self.writer.model(table).expected()]
+
+    def batch(self, table: str) -> None:
+        """One OLake commit: inserts, updates, tombstones, pure deletes, sometimes a key twice."""
+        rng, model = self.rng, self.writer.model(table)
+        live = [k for k, r in model.rows.items() if r.get("_op_type") != "d"]
+        n = max(4, int(len(live) * self.args.change_fraction))
+        touched = rng.sample(live, min(n, len(live)))
+        rows, pure = [], []
+        for k in touched:
+            roll = rng.random()
+            if roll < 0.55:
+                rows.append(self._row(table, k, "u"))
+            elif roll < 0.75:
+                rows.append({"_olake_id": k, "_op_type": "d"})
+            else:
+                pure.append(k)
+        for _ in range(max(1, n // 3)):
+            rows.append(self._row(table, str(self.next_key[table]), "c"))
+            self.next_key[table] += 1
+        dedupe = True
+        if rows and rng.random() < 0.3:  # the same key twice in one commit
+            twice = rng.choice([r for r in rows if r["_op_type"] != "d"] or rows)
+            rows.append(self._row(table, twice["_olake_id"], "u"))
+            dedupe = rng.random() < 0.5  # OLake #1189: without position deletes
+        snap = self.writer.commit(table, rows, pure_deletes=pure, dedupe=dedupe)
+        if snap is not None:
+            self._remember(table, snap)
+            self.figures["commits"] += 1
+
+    def _row(self, table: str, key: str, op: str) -> Dict[str, Any]:
+        row = {"_olake_id": key, "_op_type": op, "v": self.rng.randint(0, 10**6), "s": f"{op}{key}"}
+        for col in self.extra_cols[table]:
+            if self.rng.random() < 0.7:
+                row[col] = f"{col}-{key}"
+        return row
+
+    def schema_change(self, table: str) -> None:
+        """A column added, or `v` widened from int to bigint (once)."""
+        if table not in self.widened and self.rng.random() < 0.5:
+            self.writer.widen_column(table, "v", "bigint")
+            self.widened.add(table)
+        else:
+            col = f"c{len(self.extra_cols[table]) + 1}"
+            self.writer.add_column(table, col, "string")
+            self.extra_cols[table].append(col)
+        self.figures["schema_changes"] += 1
+
+    # --- the job side -------------------------------------------------------------------------
+    def command(self, summary: str, maintenance: bool) -> List[str]:
+        cmd = [sys.executable, os.path.join(ROOT, "emr_job", "main.py"), "--destination-details", self.dest_path,
+               "--source-namespace", self.ns, "--quiet", "--parallelism", "2", "--summary-out", summary,
+               "--spark-conf", "spark.sql.shuffle.partitions=2"]
+        return cmd + (MAINTENANCE if maintenance else [])
+
+    def launch(self, maintenance: bool) -> subprocess.Popen:
+        n = self.figures["runs_completed"] + self.figures["runs_killed"] + self.figures["runs_finished_before_kill"]
+        summary = os.path.join(self.work, "summaries", f"run-{n:04d}.json")
+        os.makedirs(os.path.dirname(summary), exist_ok=True)
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "emr_job"), OLAKE_COW_DRIVER_MEMORY="1g")
+        log = open(os.path.join(self.work, "summaries", f"run-{n:04d}.log"), "wb")
+        proc = subprocess.Popen(self.command(summary, maintenance), env=env, stdout=log, stderr=log,
+                                start_new_session=True)
+        proc.log, proc.summary = log, summary  # type: ignore[attr-defined]
+        return proc
+
+    def typical_run_s(self) -> float:
+        runs = self.figures["run_seconds"]
+        return statistics.median(runs) if runs else 20.0
+
+    def killed_run(self) -> None:
+        maintenance = self.rng.random() < 0.3
+        proc = self.launch(maintenance)
+        after = self.rng.uniform(1.0, self.typical_run_s())
+        try:
+            proc.wait(timeout=after)
+            self._finished(proc, time.monotonic() - after)
+            self.figures["runs_finished_before_kill"] += 1
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
+            proc.wait()
+            proc.log.close()  # type: ignore[attr-defined]
+            self.figures["runs_killed"] += 1
+            self.figures["kill_after_seconds"].append(round(after, 2))
+
+    def completed_run(self, concurrent: bool = False) -> None:
+        maintenance = (not concurrent and self.args.maintenance_every > 0
+                       and (self.figures["runs_completed"] + 1) % self.args.maintenance_every == 0)
+        started = time.monotonic()
+        proc = self.launch(maintenance)
+        stop, errors = threading.Event(), []
+        thread = None
+        if concurrent:
+            def write() -> None:
+                while not stop.is_set():
+                    try:
+                        self.batch(self.rng.choice(self.tables))
+                        self.figures["concurrent_commits"] += 1
+                    except Exception as exc:  # noqa: BLE001 - reported as a failure
+                        errors.append(repr(exc))
+                        return
+                    stop.wait(self.rng.uniform(0.2, 1.5))
+            thread = threading.Thread(target=write)
+            thread.start()
+        try:
+            code = proc.wait(timeout=900)
+        finally:
+            stop.set()
+            if thread:
+                thread.join()
+        self._finished(proc, started, code)
+        if errors:
+            self._failure(f"concurrent writer failed: {errors[0]}")
+        if concurrent:
+            self.figures["runs_with_concurrent_writer"] += 1
+        if maintenance:
+            self.figures["maintenance_runs"] += 1
+
+    def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None) -> None:
+        proc.log.close()  # type: ignore[attr-defined]
+        code = proc.returncode if code is None else code
+        self.figures["run_seconds"].append(round(time.monotonic() - started, 2))
+        if code != 0:
+            self.figures["failed_runs"] += 1
+            self._failure(f"run exited {code}; see {proc.log.name}")  # type: ignore[attr-defined]
+            return
+        self.figures["runs_completed"] += 1
+        self.check()
+
+    # --- the check ------------------------------------------------------------------------------
+    def check(self) -> None:
+        for t in self.tables:
+            mirror = self._fresh(self.cow_ns, f"{t}_cow")
+            source = self._fresh(self.ns, t)
+            cp = find_checkpoint(mirror)
+            boundary = source.snapshot(cp.boundary_id) if cp else None
+            if boundary is None:
+                self._failure(f"{t}: mirror has no checkpoint in the source after a completed run")
+                continue
+            with self.lock:
+                expected_rows = self.history[t].get(boundary.parent_id)
+            if expected_rows is None:
+                self._failure(f"{t}: boundary {boundary.snapshot_id} follows no known writer commit")
+                continue
+            snap = mirror.snapshot(mirror.current_id)
+            if snap is not None and snap.delete_file_count:
+                self._failure(f"{t}: the mirror has delete files")
+            q = qualified("soak", self.cow_ns, f"{t}_cow")
+            cols = [f.name for f in self.reader.table(q).schema.fields]
+            expected = normalized(expected_rows, cols)
+            spark_rows = [r.asDict() for r in
+                          self.reader.sql(f"SELECT * FROM {q} VERSION AS OF {mirror.current_id}").collect()]
+            for engine, rows in (("spark", spark_rows), ("pyiceberg", pyiceberg_rows(mirror.metadata_location))):
+                actual = normalized(rows, cols)
+                self.figures["rows_checked"] += len(actual)
+                if actual != expected:
+                    self.figures["mismatches"] += 1
+                    self._failure(f"{t} ({engine}): {diff(actual, expected)}")
+            self.figures["checks"] += 1
+
+    def _fresh(self, ns: str, table: str):
+        tables = IcebergTables(self.reader, "soak")
+        tables.catalog.invalidateTable(tables.ident(ns, table))  # the catalog caches loaded tables
+        return tables.state(ns, table)
+
+    def _failure(self, text: str) -> None:
+        print(f"  FAILURE: {text}", flush=True)
+        self.figures["failures"].append(text)
+
+    # --- the plan ---------------------------------------------------------------------------------
+    def run(self) -> Dict[str, Any]:
+        started = time.monotonic()
+        self.setup()
+        self.completed_run()
+        plan = ["kill"] * self.args.kills + ["concurrent"] * self.args.concurrent
+        self.rng.shuffle(plan)
+        for i, action in enumerate(plan, 1):
+            for t in self.tables:
+                if self.rng.random() < 0.08:
+                    self.schema_change(t)
+                self.batch(t)
+            if action == "concurrent":
+                self.completed_run(concurrent=True)
+            else:
+                self.killed_run()
+                if self.rng.random() < 0.5 or i == len(plan) or plan[i] != "kill":
+                    self.completed_run()
+            f = self.figures
+            print(f"[{i}/{len(plan)}] {action:<10} completed={f['runs_completed']} killed={f['runs_killed']} "
+                  f"concurrent_commits={f['concurrent_commits']} rows_checked={f['rows_checked']} "
+                  f"mismatches={f['mismatches']} failed={f['failed_runs']} "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
+        self.completed_run()  # a last quiet run: everything committed so far is in the mirrors
+        self.figures["seconds"] = round(time.monotonic() - started, 1)
+        return self.figures
+
+
+def report(f: Dict[str, Any]) -> str:
+    runs = f["run_seconds"]
+    return "\n".join([
+        "soak figures",
+        f"  seed                        {f['seed']}",
+        f"  tables x rows               {f['tables']} x {f['rows']}",
+        f"  OLake commits               {f['commits']} (schema changes {f['schema_changes']})",
+        f"  job runs completed          {f['runs_completed']} (with maintenance {f['maintenance_runs']})",
+        f"  job runs killed (SIGKILL)   {f['runs_killed']} (+{f['runs_finished_before_kill']} finished first)",
+        f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
+        "during them)",
+        f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared, Spark and pyiceberg)",
+        f"  mismatches                  {f['mismatches']}",
+        f"  failed runs                 {f['failed_runs']}",
+        f"  run time median / max       {statistics.median(runs) if runs else 0:.1f} s / {max(runs or [0]):.1f} s",
+        f"  total time                  {f['seconds']:.0f} s",
+    ])
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    why = pg.available()
+    if why:
+        print(f"soak: {why}", file=sys.stderr)
+        return 2
+    work = tempfile.mkdtemp(prefix="olake-cow-soak-")
+    print(f"soak: seed {args.seed}, {args.kills} kills, {args.concurrent} concurrent-writer runs, "
+          f"{args.tables} tables x {args.rows} rows; work folder {work}", flush=True)
+    server = pg.PostgresServer().start()
+    try:
+        figures = Soak(args, work, server).run()
+    finally:
+        server.stop()
+    figures["command"] = "scripts/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    print(report(figures))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+    ok = figures["mismatches"] == 0 and figures["failed_runs"] == 0 and not figures["failures"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
