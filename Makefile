@@ -46,6 +46,9 @@ test: $(STAMP) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, PostgreSQL)
 test-fast: $(STAMP) ## unit and moto tests only (no JVM)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
+bench: $(STAMP) ## benchmark; writes docs/bench.json, docs/bench.png, docs/BENCHMARKS.md (BENCH_ARGS="--quick")
+	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
+
 soak: $(STAMP) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
 	bash scripts/system-deps.sh
 	$(BIN)/python scripts/soak.py $(SOAK_ARGS)

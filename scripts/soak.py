@@ -280,7 +280,7 @@ class Soak:
                 self.completed_run(concurrent=True)
             else:
                 self.killed_run()
-                if self.rng.random() < 0.5 or i == len(plan) or plan[i] != "kill":
+                if self.rng.random() < 0.25 or i == len(plan) or plan[i] != "kill":
                     self.completed_run()
             f = self.figures
             print(f"[{i}/{len(plan)}] {action:<10} completed={f['runs_completed']} killed={f['runs_killed']} "

@@ -1,10 +1,10 @@
 """Spark side of one change set: read it once, resolve it per key, count its effect, merge it."""
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from .errors import UnsupportedDeleteError
-from .identifiers import quote
+from .identifiers import quote, sql_string
 
 KEY = "_olake_id"
 ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key
@@ -31,15 +31,21 @@ def escape_glob(path: str) -> str:
 
 
 def read_change_set(session, source_q: str, change_id: Optional[int], key_field_id: int,
-                    delete_mode: str):
+                    delete_mode: str, rebuild: bool = False):
     """The resolved change set: one row per key with ACTION ('U' upsert, 'D' delete), including
-    keys removed by equality deletes alone. Persisted, so the source is scanned once."""
+    keys removed by equality deletes alone. Persisted, so the source is scanned once.
+
+    `rebuild`: only the rows of a new mirror, range-partitioned and sorted by key on the way (the
+    one shuffle serves both the per-key resolution and the mirror's sort order), not persisted:
+    the source is scanned once, by the write itself."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     visible = session.sql(f"SELECT * FROM {source_q} VERSION AS OF {int(change_id)}") \
         if change_id is not None else session.sql(f"SELECT * FROM {source_q} LIMIT 0")
+    if rebuild:
+        visible = visible.repartitionByRange(F.col(KEY))  # AQE sizes it to the data
     order = [F.col(quote(c)).desc_nulls_last() for c in ORDER_COLUMNS if c in visible.columns]
     ranked = visible.withColumn("__olake_cow_rn", F.row_number().over(
         Window.partitionBy(F.col(KEY)).orderBy(*(order or [F.lit(1)]))))
@@ -49,6 +55,8 @@ def read_change_set(session, source_q: str, change_id: Optional[int], key_field_
     else:
         action = F.lit("U")
     changes = latest.withColumn(ACTION, action)
+    if rebuild:
+        return changes  # keys deleted by equality deletes alone are not in a new mirror anyway
 
     delete_paths = _equality_delete_paths(session, source_q, change_id, key_field_id)
     if delete_paths:
@@ -58,6 +66,23 @@ def read_change_set(session, source_q: str, change_id: Optional[int], key_field_
         changes = changes.unionByName(delete_only, allowMissingColumns=True)
     changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
     return changes
+
+
+def key_range(changes) -> Optional[Tuple[str, str]]:
+    """(lowest, highest) key of a change set, None when it is empty."""
+    from pyspark.sql import functions as F
+
+    row = changes.agg(F.min(KEY).alias("lo"), F.max(KEY).alias("hi")).collect()[0]
+    return None if row["lo"] is None else (str(row["lo"]), str(row["hi"]))
+
+
+def range_condition(alias: str, keys: Optional[Tuple[str, str]]) -> str:
+    """A predicate on the mirror's key that Iceberg turns into file pruning (min/max statistics):
+    a mirror sorted by key keeps a change set of nearby keys to a few files."""
+    if keys is None:
+        return "false"
+    return (f"{alias}{quote(KEY)} >= {sql_string(keys[0])} AND "
+            f"{alias}{quote(KEY)} <= {sql_string(keys[1])}")
 
 
 def _equality_delete_paths(session, source_q: str, change_id: Optional[int],
@@ -100,8 +125,10 @@ def change_stats(changes, mirror_keys) -> ChangeStats:
 
 
 def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
-              change_columns: Sequence[str]) -> str:
-    """MERGE of a resolved change set: at most one source row per key, so the MERGE is valid."""
+              change_columns: Sequence[str], keys: Optional[Tuple[str, str]] = None) -> str:
+    """MERGE of a resolved change set: at most one source row per key, so the MERGE is valid.
+    `keys`: the change set's key range; every change lies inside it, so adding it to the ON clause
+    changes no result but lets Iceberg skip the mirror files outside it."""
     present = {c.lower() for c in change_columns}
     sets = ", ".join(
         f"t.{quote(c)} = " + (f"s.{quote(c)}" if c.lower() in present else "NULL")
@@ -110,7 +137,8 @@ def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
     insert_cols = ", ".join(quote(c) for c in cols)
     insert_vals = ", ".join(f"s.{quote(c)}" for c in cols)
     k, a = quote(KEY), quote(ACTION)
-    return (f"MERGE INTO {mirror_q} t USING {view_q} s ON t.{k} = s.{k} "
+    pruning = f" AND {range_condition('t.', keys)}" if keys else ""
+    return (f"MERGE INTO {mirror_q} t USING {view_q} s ON t.{k} = s.{k}{pruning} "
             f"WHEN MATCHED AND s.{a} = 'D' THEN DELETE "
             f"WHEN MATCHED THEN UPDATE SET {sets} "
             f"WHEN NOT MATCHED AND s.{a} = 'U' THEN INSERT ({insert_cols}) VALUES ({insert_vals})")

@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
     p.add_argument("--parallelism", type=int, default=4, metavar="N",
                    help="tables processed at once (default 4)")
+    p.add_argument("--target-file-size-mb", type=int, metavar="MB",
+                   help="mirror data file size (default 128 for new mirrors): a merge rewrites every file "
+                        "holding a changed key, so smaller files make small change sets cheaper")
     p.add_argument("--spark-master", metavar="URL", help="local runs only (default local[*])")
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="extra Spark configuration (repeatable)")
@@ -105,6 +108,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
             validate_name("table", t)
     if args.parallelism < 1:
         raise ConfigError("--parallelism must be at least 1")
+    if args.target_file_size_mb is not None and args.target_file_size_mb < 1:
+        raise ConfigError("--target-file-size-mb must be at least 1")
     maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
                                      args.orphans_dry_run, args.maintenance_only).validate()
@@ -114,7 +119,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
-    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance}
+    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance,
+            "target_file_mb": args.target_file_size_mb}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -155,7 +161,7 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
                  " (dry run)" if args.dry_run else "")
         opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run,
-                          args.parallelism, run_id, o["maintenance"])
+                          args.parallelism, run_id, o["maintenance"], o["target_file_mb"])
         results = run_tables(session, cfg, opts, tables)
         summary["tables"] = [r.to_dict() for r in results]
         failed = [r.table for r in results if not r.ok]

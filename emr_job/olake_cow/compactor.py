@@ -9,11 +9,20 @@ from typing import Callable, List, Optional
 
 from . import planner
 from .audit import audit
-from .changes import KEY, aligned_rows, change_stats, merge_sql, read_change_set
+from .changes import (
+    KEY,
+    ChangeStats,
+    aligned_rows,
+    change_stats,
+    key_range,
+    merge_sql,
+    range_condition,
+    read_change_set,
+)
 from .checkpoint import SOURCE_PROPERTY, Marker, find_checkpoint, staged_for
 from .config import DestinationConfig, redact
 from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SchemaEvolutionError
-from .iceberg import IcebergTables
+from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables
 from .identifiers import qualified, quote
 from .maintenance import HOUR_MS, Maintainer, MaintenanceOptions, MaintenanceResult, mirror_cutoff, source_cutoff
 from .schema import schema_changes
@@ -35,6 +44,7 @@ class JobOptions:
     parallelism: int = 4
     run_id: str = ""
     maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    target_file_mb: Optional[int] = None  # None: DEFAULT_TARGET_FILE_MB for new mirrors, keep for others
 
 
 class _Clock:
@@ -88,6 +98,7 @@ class TableJob:
             if not source.exists:
                 raise HistoryError(f"source table {self.opts.source_namespace}.{self.table} "
                                    "does not exist")
+            self._key_id(source)  # checked before anything is committed (the truncate)
             step = planner.plan_next(source, mirror)
             if self.opts.dry_run:
                 self.result.plan = planner.plan_run(source, mirror)
@@ -114,6 +125,12 @@ class TableJob:
             elif isinstance(step, (planner.Merge, planner.Publish)):
                 self._apply(step, source, mirror)
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    def _key_id(self, source: TableState) -> int:
+        if source.key_field_id is None:
+            raise NotOlakeTableError(f"table {self.opts.source_namespace}.{self.table} has no _olake_id "
+                                     "column; it is not an OLake table")
+        return source.key_field_id
 
     # --- maintenance ---------------------------------------------------------------------
     def _maintain(self) -> None:
@@ -172,10 +189,15 @@ class TableJob:
             self.tables.create_namespace(ns)
             location = (f"{self.opts.cow_base_location}/{self.mirror}"
                         if self.opts.cow_base_location else None)
+            size = self.opts.target_file_mb or DEFAULT_TARGET_FILE_MB
             self.tables.create_mirror(src_ns, self.table, ns, self.mirror, location,
-                                      {SOURCE_PROPERTY: f"{src_ns}.{self.table}"})
+                                      {SOURCE_PROPERTY: f"{src_ns}.{self.table}",
+                                       TARGET_FILE_SIZE: str(size * 1024 * 1024)})
             self.say("created mirror %s", self.result.mirror)
             return True
+        wanted = str(self.opts.target_file_mb * 1024 * 1024) if self.opts.target_file_mb else None
+        if wanted and mirror.properties.get(TARGET_FILE_SIZE) != wanted:
+            self.tables.set_property(ns, self.mirror, TARGET_FILE_SIZE, wanted)
         if not rebuild:
             self._evolve_schema()
         return rebuild
@@ -203,24 +225,28 @@ class TableJob:
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_records = parent.summary_int("total-records") if parent else 0
-        if source.key_field_id is None:
-            raise NotOlakeTableError(f"table {self.opts.source_namespace}.{self.table} has no _olake_id "
-                                     "column; it is not an OLake table")
+        stats, keys = ChangeStats(0, 0, 0, 0), None
         with _Clock(self.result, "reading_changes"):
-            changes = read_change_set(self.session, self.source_q, step.change_id, source.key_field_id,
-                                      self.opts.delete_mode)
-            mirror_keys = None if rebuild else self.session.table(self.mirror_q).select(KEY)
-            stats = change_stats(changes, mirror_keys)
+            changes = read_change_set(self.session, self.source_q, step.change_id, self._key_id(source),
+                                      self.opts.delete_mode, rebuild=rebuild)
+            if not rebuild:
+                keys = key_range(changes)
+                mirror_keys = self.session.table(self.mirror_q).where(range_condition("", keys)).select(KEY)
+                stats = change_stats(changes, mirror_keys)
         try:
             if isinstance(step, planner.Merge):
                 with _Clock(self.result, "merging"):
-                    self._write(changes, marker, rebuild, mirror)
+                    self._write(changes, marker, rebuild, mirror, keys)
                 mirror = self.tables.state(ns, self.mirror)
                 staged = [s for s in staged_for(mirror, marker) if s.parent_id == mirror.current_id]
             else:
                 staged = [s for s in mirror.snapshots if s.snapshot_id == step.staged_id]
         finally:
             changes.unpersist()
+        if rebuild and staged:
+            # A rebuild scans the source once (for the write), so its count comes from the commit;
+            # the audit still refuses delete files.
+            stats = ChangeStats(staged[0].summary_int("added-records"), 0, 0, 0)
         with _Clock(self.result, "committing"):
             if staged:
                 snap = staged[0]
@@ -228,6 +254,14 @@ class TableJob:
                 self.tables.publish(ns, self.mirror, snap.snapshot_id)
                 self.result.files_written += snap.summary_int("added-data-files")
                 self.result.bytes_written += snap.summary_int("added-files-size")
+                self.result.files_rewritten += snap.summary_int("deleted-data-files")
+                self.result.files_read += snap.summary_int("deleted-data-files")
+                self.result.bytes_read += snap.summary_int("removed-files-size")
+            change = source.snapshot(step.change_id)
+            if change is not None:
+                self.result.files_read += (change.summary_int("total-data-files")
+                                           + change.summary_int("total-delete-files"))
+                self.result.bytes_read += change.summary_int("total-files-size")
             elif stats.inserted or stats.updated or stats.deleted or rebuild:
                 raise OlakeCowError(f"{self.result.mirror}: the merge of boundary "
                                     f"{step.boundary_id} staged no snapshot")
@@ -241,14 +275,15 @@ class TableJob:
         self.say("%s boundary %s: %d inserted, %d updated, %d deleted", verb, step.boundary_id,
                  stats.inserted, stats.updated, stats.deleted)
 
-    def _write(self, changes, marker: Marker, rebuild: bool, mirror: TableState) -> None:
+    def _write(self, changes, marker: Marker, rebuild: bool, mirror: TableState, keys=None) -> None:
         from pyspark.sql import functions as F
 
         self.session.conf.set("spark.wap.id", marker.wap_id)
         try:
             if rebuild:
                 rows = aligned_rows(changes, self.session.table(self.mirror_q).schema)
-                writer = rows.writeTo(self.mirror_q)
+                # Already range-partitioned and sorted by key: no second shuffle.
+                writer = rows.writeTo(self.mirror_q).option("distribution-mode", "none")
                 if mirror.current_id is None:
                     writer.append()
                 else:
@@ -258,7 +293,7 @@ class TableJob:
                 changes.createOrReplaceTempView(view)
                 try:
                     cols = self.session.table(self.mirror_q).columns
-                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, changes.columns))
+                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, changes.columns, keys))
                 finally:
                     self.session.catalog.dropTempView(view)
         finally:

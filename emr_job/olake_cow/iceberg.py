@@ -14,6 +14,9 @@ COW_PROPERTIES = {
     "write.merge.mode": "copy-on-write",
     "write.wap.enabled": "true",
 }
+TARGET_FILE_SIZE = "write.target-file-size-bytes"
+DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a merge rewrites whole files
+
 
 
 def _java_class_name(exc: BaseException) -> str:
@@ -105,8 +108,11 @@ class IcebergTables:
         return int(t.currentSnapshot().snapshotId())
 
     def set_checkpoint(self, namespace: str, table: str, value: str) -> None:
+        self.set_property(namespace, table, CHECKPOINT_PROPERTY, value)
+
+    def set_property(self, namespace: str, table: str, key: str, value: str) -> None:
         t = self.load(namespace, table)
-        t.updateProperties().set(CHECKPOINT_PROPERTY, value).commit()
+        t.updateProperties().set(key, value).commit()
 
     def create_mirror(self, source_ns: str, source: str, ns: str, table: str,
                       location: Optional[str], properties: Dict[str, str]) -> None:

@@ -18,6 +18,9 @@ class TableResult:
     rows_deleted: int = 0
     files_written: int = 0
     bytes_written: int = 0
+    files_read: int = 0  # change-set files of the source + mirror files the merge rewrote
+    bytes_read: int = 0
+    files_rewritten: int = 0  # mirror files replaced by the merges (what copy-on-write costs)
     duration_s: float = 0.0
     timings_s: Dict[str, float] = field(default_factory=lambda: {
         "planning": 0.0, "reading_changes": 0.0, "merging": 0.0, "committing": 0.0})

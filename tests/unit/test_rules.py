@@ -70,3 +70,11 @@ def test_merge_statement_deletes_updates_and_inserts_by_key():
 
 def test_glob_characters_in_paths_are_escaped():
     assert escape_glob("/w/t[1]/{a}*?.parquet") == "/w/t\\[1\\]/\\{a\\}\\*\\?.parquet"
+
+
+def test_merge_prunes_the_mirror_by_the_change_sets_key_range():
+    from olake_cow.changes import range_condition
+
+    sql = merge_sql("`m`", "`v`", ["_olake_id", "a"], ["_olake_id", "a", ACTION], keys=("k1", "k'9"))
+    assert "ON t.`_olake_id` = s.`_olake_id` AND t.`_olake_id` >= 'k1' AND t.`_olake_id` <= 'k\\'9' WHEN" in sql
+    assert range_condition("", None) == "false"  # an empty change set matches no mirror row
