@@ -27,8 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
 
 from testkit import pg  # noqa: E402
-from testkit.local import local_session, pyiceberg_rows, write_destination, writer_session  # noqa: E402
-from testkit.model import diff, normalized  # noqa: E402
+from testkit.local import fresh_state, local_session, mirror_problems, write_destination, writer_session  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 from olake_cow.checkpoint import find_checkpoint  # noqa: E402
@@ -239,26 +238,16 @@ class Soak:
             if expected_rows is None:
                 self._failure(f"{t}: boundary {boundary.snapshot_id} follows no known writer commit")
                 continue
-            snap = mirror.snapshot(mirror.current_id)
-            if snap is not None and snap.delete_file_count:
-                self._failure(f"{t}: the mirror has delete files")
-            q = qualified("soak", self.cow_ns, f"{t}_cow")
-            cols = [f.name for f in self.reader.table(q).schema.fields]
-            expected = normalized(expected_rows, cols)
-            spark_rows = [r.asDict() for r in
-                          self.reader.sql(f"SELECT * FROM {q} VERSION AS OF {mirror.current_id}").collect()]
-            for engine, rows in (("spark", spark_rows), ("pyiceberg", pyiceberg_rows(mirror.metadata_location))):
-                actual = normalized(rows, cols)
-                self.figures["rows_checked"] += len(actual)
-                if actual != expected:
-                    self.figures["mismatches"] += 1
-                    self._failure(f"{t} ({engine}): {diff(actual, expected)}")
+            compared, problems = mirror_problems(self.reader, qualified("soak", self.cow_ns, f"{t}_cow"), mirror,
+                                                 expected_rows)
+            self.figures["rows_checked"] += compared
+            for problem in problems:
+                self.figures["mismatches"] += 1
+                self._failure(f"{t}: {problem}")
             self.figures["checks"] += 1
 
     def _fresh(self, ns: str, table: str):
-        tables = IcebergTables(self.reader, "soak")
-        tables.catalog.invalidateTable(tables.ident(ns, table))  # the catalog caches loaded tables
-        return tables.state(ns, table)
+        return fresh_state(IcebergTables(self.reader, "soak"), ns, table)
 
     def _failure(self, text: str) -> None:
         print(f"  FAILURE: {text}", flush=True)

@@ -1,10 +1,12 @@
 """Local Spark helpers shared by tests, the demo, benchmarks and the soak run."""
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from olake_cow.config import DestinationConfig, parse_destination
 from olake_cow.spark_session import build_session, table_session
+
+from .model import diff, normalized
 
 
 def hadoop_destination(warehouse: str, catalog: str = "olake_iceberg") -> Dict[str, Any]:
@@ -42,3 +44,26 @@ def pyiceberg_rows(metadata_location: str) -> List[Dict[str, Any]]:
 
     table = StaticTable.from_metadata(metadata_location)
     return table.scan().to_arrow().to_pylist()
+
+
+def fresh_state(tables, namespace: str, table: str):
+    """A table's current state, bypassing the catalog's cache of loaded tables (others commit)."""
+    tables.catalog.invalidateTable(tables.ident(namespace, table))
+    return tables.state(namespace, table)
+
+
+def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[str, Any]]) -> Tuple[int, List[str]]:
+    """Compare a mirror's current snapshot, read by Spark and by pyiceberg, with the expected rows
+    over the mirror's columns. Returns (rows compared, problems found)."""
+    cols = [f.name for f in session.table(table_q).schema.fields]
+    expected = normalized(expected_rows, cols)
+    snap = state.snapshot(state.current_id)
+    problems = ["the mirror has delete files"] if snap is not None and snap.delete_file_count else []
+    compared = 0
+    for engine, rows in (("spark", read_rows(session, table_q, state.current_id)),
+                         ("pyiceberg", pyiceberg_rows(state.metadata_location))):
+        actual = normalized(rows, cols)
+        compared += len(actual)
+        if actual != expected:
+            problems.append(f"{engine}: {diff(actual, expected)}")
+    return compared, problems

@@ -103,14 +103,11 @@ def _equality_delete_paths(session, source_q: str, change_id: Optional[int],
 
 
 def change_stats(changes, mirror_keys) -> ChangeStats:
-    """Counts of the change set's effect; `mirror_keys` is the mirror's key column or None."""
+    """Counts of a merge's effect; `mirror_keys`: the mirror's key column (pruned to the change set's
+    key range). A rebuild takes its count from its commit instead (it scans the source once)."""
     from pyspark.sql import functions as F
 
     upsert = F.col(ACTION) == F.lit("U")
-    if mirror_keys is None:
-        row = changes.agg(F.sum(upsert.cast("long")).alias("u"),
-                          F.sum((~upsert).cast("long")).alias("d")).collect()[0]
-        return ChangeStats(int(row["u"] or 0), 0, 0, int(row["d"] or 0))
     present = mirror_keys.select(F.col(KEY), F.lit(True).alias("__in_mirror"))
     joined = changes.select(KEY, ACTION).join(present, on=KEY, how="left")
     hit = F.col("__in_mirror").isNotNull()

@@ -26,7 +26,7 @@ from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables
 from .identifiers import qualified, quote
 from .maintenance import HOUR_MS, Maintainer, MaintenanceOptions, MaintenanceResult, mirror_cutoff, source_cutoff
 from .schema import schema_changes
-from .snapshots import TableState
+from .snapshots import Snapshot, TableState
 from .spark_session import table_session
 from .summary import TableResult
 
@@ -252,16 +252,7 @@ class TableJob:
                 snap = staged[0]
                 audit(snap, stats.expected_records(parent_records, rebuild), self.result.mirror)
                 self.tables.publish(ns, self.mirror, snap.snapshot_id)
-                self.result.files_written += snap.summary_int("added-data-files")
-                self.result.bytes_written += snap.summary_int("added-files-size")
-                self.result.files_rewritten += snap.summary_int("deleted-data-files")
-                self.result.files_read += snap.summary_int("deleted-data-files")
-                self.result.bytes_read += snap.summary_int("removed-files-size")
-            change = source.snapshot(step.change_id)
-            if change is not None:
-                self.result.files_read += (change.summary_int("total-data-files")
-                                           + change.summary_int("total-delete-files"))
-                self.result.bytes_read += change.summary_int("total-files-size")
+                self._count_io(snap, source.snapshot(step.change_id))
             elif stats.inserted or stats.updated or stats.deleted or rebuild:
                 raise OlakeCowError(f"{self.result.mirror}: the merge of boundary "
                                     f"{step.boundary_id} staged no snapshot")
@@ -274,6 +265,18 @@ class TableJob:
             "rebuilt mirror from" if rebuild else "merged")
         self.say("%s boundary %s: %d inserted, %d updated, %d deleted", verb, step.boundary_id,
                  stats.inserted, stats.updated, stats.deleted)
+
+    def _count_io(self, published: Snapshot, change: Optional[Snapshot]) -> None:
+        """Files and bytes of a merge: the change set read, the mirror files rewritten and written."""
+        r, rewritten = self.result, published.summary_int("deleted-data-files")
+        r.files_written += published.summary_int("added-data-files")
+        r.bytes_written += published.summary_int("added-files-size")
+        r.files_rewritten += rewritten
+        r.files_read += rewritten
+        r.bytes_read += published.summary_int("removed-files-size")
+        if change is not None:
+            r.files_read += change.summary_int("total-data-files") + change.summary_int("total-delete-files")
+            r.bytes_read += change.summary_int("total-files-size")
 
     def _write(self, changes, marker: Marker, rebuild: bool, mirror: TableState, keys=None) -> None:
         from pyspark.sql import functions as F

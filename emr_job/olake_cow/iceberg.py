@@ -18,7 +18,6 @@ TARGET_FILE_SIZE = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a merge rewrites whole files
 
 
-
 def _java_class_name(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     if java is None:

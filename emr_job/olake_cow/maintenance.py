@@ -38,16 +38,18 @@ class MaintenanceOptions:
         return (self.expire_source_hours is not None or self.expire_mirror_hours is not None
                 or self.rewrite_manifests or self.compact_files or self.remove_orphans_hours is not None)
 
-    def validate(self) -> "MaintenanceOptions":
-        """The rules shared by the command line and the trigger's payloads (ConfigError names the option)."""
+    def validate(self, names: Optional[Mapping[str, str]] = None) -> "MaintenanceOptions":
+        """The rules shared by the command line and the trigger's payloads. ConfigError names the
+        option by `names` (option -> name the user wrote; default the job's flags)."""
+        n = names or _FLAGS
         for key in ("expire_source_hours", "expire_mirror_hours", "remove_orphans_hours"):
             value = getattr(self, key)
             if value is not None and not value >= 0:
-                raise ConfigError(f"{_FLAGS[key]} must be a number of hours >= 0, got {value}")
+                raise ConfigError(f"{n[key]} must be a number of hours >= 0, got {value}")
         if self.orphans_dry_run and self.remove_orphans_hours is None:
-            raise ConfigError("--orphans-dry-run needs --remove-orphans-older-than")
+            raise ConfigError(f"{n['orphans_dry_run']} needs {n['remove_orphans_hours']}")
         if self.only and not self.requested:
-            raise ConfigError("--maintenance-only needs at least one maintenance option")
+            raise ConfigError(f"{n['only']} needs at least one maintenance option")
         return self
 
     def cli_args(self) -> List[str]:
@@ -94,14 +96,7 @@ def options_from_payload(value: Any) -> MaintenanceOptions:
             if not isinstance(raw, bool):
                 raise ConfigError(f"'maintenance.{key}' must be true or false, got {raw!r}")
             fields[key] = raw
-    opts = MaintenanceOptions(**fields)
-    try:
-        return opts.validate()
-    except ConfigError as exc:  # name the payload keys, not the flags
-        text = str(exc)
-        for key, flag in _FLAGS.items():
-            text = text.replace(flag, f"'maintenance.{key}'")
-        raise ConfigError(text) from None
+    return MaintenanceOptions(**fields).validate({key: f"'maintenance.{key}'" for key in _FLAGS})
 
 
 @dataclass

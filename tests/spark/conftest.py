@@ -6,8 +6,7 @@ import uuid
 
 import pytest
 from testkit import pg
-from testkit.local import local_session, pyiceberg_rows, read_rows, write_destination, writer_session
-from testkit.model import diff, normalized
+from testkit.local import fresh_state, local_session, mirror_problems, read_rows, write_destination, writer_session
 from testkit.olake_writer import OlakeWriter
 
 from olake_cow.cli import main as job_main
@@ -76,24 +75,19 @@ class Lake:
         return qualified(self.catalog, self.cow_ns, f"{table}_cow")
 
     def source(self, table: str):
-        return self.tables.state(self.ns, table)
+        return fresh_state(self.tables, self.ns, table)
 
     def mirror(self, table: str):
-        return self.tables.state(self.cow_ns, f"{table}_cow")
+        return fresh_state(self.tables, self.cow_ns, f"{table}_cow")
 
     def mirror_rows(self, table: str):
         return read_rows(self.writer.spark, self.mirror_q(table))
 
     def assert_mirror_matches(self, table: str, mode: str = "keep") -> None:
         """Mirror (read by Spark and by pyiceberg) == resolved source from the independent model."""
-        cols = [f.name for f in self.writer.spark.table(self.mirror_q(table)).schema.fields]
-        expected = normalized(self.writer.model(table).expected(mode), cols)
-        actual = normalized(self.mirror_rows(table), cols)
-        assert actual == expected, diff(actual, expected)
-        meta = self.mirror(table)
-        assert meta.snapshot(meta.current_id).delete_file_count == 0
-        via_pyiceberg = normalized(pyiceberg_rows(meta.metadata_location), cols)
-        assert via_pyiceberg == expected, diff(via_pyiceberg, expected)
+        _, problems = mirror_problems(self.writer.spark, self.mirror_q(table), self.mirror(table),
+                                      self.writer.model(table).expected(mode))
+        assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(params=["hadoop", "jdbc"])

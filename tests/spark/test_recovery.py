@@ -99,6 +99,20 @@ def test_audit_failure_publishes_nothing(hlake, monkeypatch):
     hlake.assert_mirror_matches("t")
 
 
+def test_a_merge_that_stages_nothing_is_refused(hlake, monkeypatch):
+    """A write that commits nothing must not advance the checkpoint past its change set."""
+    setup(hlake)
+    before = hlake.mirror("t")
+    monkeypatch.setattr(compactor.TableJob, "_write", lambda self, *a, **kw: None)
+    assert hlake.run() == 1
+    after = hlake.mirror("t")
+    assert after.current_id == before.current_id
+    assert after.properties.get("olake-cow.checkpoint") == before.properties.get("olake-cow.checkpoint")
+    monkeypatch.undo()
+    assert hlake.run() == 0
+    hlake.assert_mirror_matches("t")
+
+
 @pytest.mark.slow
 def test_random_sigkills_during_runs_lose_nothing(lake):
     """The real command line in a subprocess, killed at random moments, then run to the end."""
