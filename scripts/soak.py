@@ -40,14 +40,16 @@ MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="soak", description=__doc__.split("\n\n")[0])
-    p.add_argument("--kills", type=int, default=4, help="job runs to kill with SIGKILL (default 4)")
+    p.add_argument("--kills", type=int, default=4,
+                   help="job runs to kill with SIGKILL (default 4); a run that finishes before its kill "
+                        "moment counts as completed and another run is killed instead")
     p.add_argument("--concurrent", type=int, default=2,
                    help="job runs with the writer committing meanwhile (default 2)")
     p.add_argument("--tables", type=int, default=2, help="tables in the namespace (default 2)")
     p.add_argument("--rows", type=int, default=300, help="rows per table after the backfill (default 300)")
     p.add_argument("--change-fraction", type=float, default=0.05, help="keys touched per batch (default 0.05)")
     p.add_argument("--maintenance-every", type=int, default=3,
-                   help="every Nth completed run also maintains the tables (default 3; 0 = never)")
+                   help="every Nth quiet completed run also maintains the tables (default 3; 0 = never)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
     p.add_argument("--out", metavar="PATH", help="write the figures as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work folder (warehouse, logs)")
@@ -80,6 +82,7 @@ class Soak:
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
             "kill_after_seconds": [], "failures": []}
+        self.quiet_runs = 0
 
     # --- the OLake side ---------------------------------------------------------------------
     def setup(self) -> None:
@@ -164,24 +167,35 @@ class Soak:
         runs = self.figures["run_seconds"]
         return statistics.median(runs) if runs else 20.0
 
-    def killed_run(self) -> None:
-        maintenance = self.rng.random() < 0.3
-        proc = self.launch(maintenance)
-        after = self.rng.uniform(1.0, self.typical_run_s())
-        try:
-            proc.wait(timeout=after)
-            self._finished(proc, time.monotonic() - after)
-            self.figures["runs_finished_before_kill"] += 1
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
-            proc.wait()
-            proc.log.close()  # type: ignore[attr-defined]
-            self.figures["runs_killed"] += 1
-            self.figures["kill_after_seconds"].append(round(after, 2))
+    def killed_run(self, attempts: int = 5) -> None:
+        """Kill one run at a random moment; a run that finishes first is checked like any other and
+        the next attempt (after a new batch) is killed sooner, so `--kills` counts real kills."""
+        for attempt in range(attempts):
+            if attempt:
+                self.batch(self.rng.choice(self.tables))
+            maintenance = self.rng.random() < 0.3
+            proc = self.launch(maintenance)
+            after = self.rng.uniform(1.0, max(1.5, self.typical_run_s() * 0.9 / (attempt + 1)))
+            started = time.monotonic()
+            try:
+                proc.wait(timeout=after)
+                self._finished(proc, started)
+                self.figures["runs_finished_before_kill"] += 1
+                self.figures["maintenance_runs"] += int(maintenance)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
+                proc.wait()
+                proc.log.close()  # type: ignore[attr-defined]
+                self.figures["runs_killed"] += 1
+                self.figures["kill_after_seconds"].append(round(after, 2))
+                return
+        self._failure(f"no run could be killed in {attempts} attempts")
 
     def completed_run(self, concurrent: bool = False) -> None:
+        if not concurrent:
+            self.quiet_runs += 1
         maintenance = (not concurrent and self.args.maintenance_every > 0
-                       and (self.figures["runs_completed"] + 1) % self.args.maintenance_every == 0)
+                       and self.quiet_runs % self.args.maintenance_every == 0)
         started = time.monotonic()
         proc = self.launch(maintenance)
         stop, errors = threading.Event(), []
