@@ -33,9 +33,15 @@ from testkit.olake_writer import OlakeWriter  # noqa: E402
 from olake_cow.checkpoint import find_checkpoint  # noqa: E402
 from olake_cow.iceberg import IcebergTables  # noqa: E402
 from olake_cow.identifiers import qualified  # noqa: E402
+from olake_cow.planner import Done, Merge, Publish, Truncate, plan_next  # noqa: E402
 
 MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
                "--rewrite-manifests"]
+
+
+# Where a killed run left each table: nothing committed yet, or what the planner says comes next.
+KILL_MOMENTS = {None: "before any commit", Merge: "truncated, not merged", Publish: "merge staged, not published",
+                Truncate: "between cycles", Done: "checkpointed (maintenance or exit)"}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -81,7 +87,8 @@ class Soak:
             "runs_killed": 0, "runs_finished_before_kill": 0, "runs_with_concurrent_writer": 0,
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
-            "kill_after_seconds": [], "failures": []}
+            "kill_after_seconds": [], "failures": [],
+            "killed_at": {label: 0 for label in KILL_MOMENTS.values()}}
         self.quiet_runs = 0
 
     # --- the OLake side ---------------------------------------------------------------------
@@ -174,6 +181,7 @@ class Soak:
             if attempt:
                 self.batch(self.rng.choice(self.tables))
             maintenance = self.rng.random() < 0.3
+            before = self._metadata_locations()
             proc = self.launch(maintenance)
             after = self.rng.uniform(1.0, max(1.5, self.typical_run_s() * 0.9 / (attempt + 1)))
             started = time.monotonic()
@@ -188,8 +196,21 @@ class Soak:
                 proc.log.close()  # type: ignore[attr-defined]
                 self.figures["runs_killed"] += 1
                 self.figures["kill_after_seconds"].append(round(after, 2))
+                self._record_kill_moment(before)
                 return
         self._failure(f"no run could be killed in {attempts} attempts")
+
+    def _metadata_locations(self) -> Dict[str, tuple]:
+        return {t: (self._fresh(self.ns, t).metadata_location, self._fresh(self.cow_ns, f"{t}_cow").metadata_location)
+                for t in self.tables}
+
+    def _record_kill_moment(self, before: Dict[str, tuple]) -> None:
+        after = self._metadata_locations()
+        for t in self.tables:
+            step = None if after[t] == before[t] else type(
+                plan_next(self._fresh(self.ns, t), self._fresh(self.cow_ns, f"{t}_cow")))
+            label = KILL_MOMENTS.get(step, "blocked")
+            self.figures["killed_at"][label] = self.figures["killed_at"].get(label, 0) + 1
 
     def completed_run(self, concurrent: bool = False) -> None:
         if not concurrent:
@@ -295,6 +316,12 @@ class Soak:
         return self.figures
 
 
+def _spread(values: List[float]) -> str:
+    if not values:
+        return "-"
+    return f"{min(values):.1f} s / {statistics.median(values):.1f} s / {max(values):.1f} s after start"
+
+
 def report(f: Dict[str, Any]) -> str:
     runs = f["run_seconds"]
     return "\n".join([
@@ -304,6 +331,8 @@ def report(f: Dict[str, Any]) -> str:
         f"  OLake commits               {f['commits']} (schema changes {f['schema_changes']})",
         f"  job runs completed          {f['runs_completed']} (with maintenance {f['maintenance_runs']})",
         f"  job runs killed (SIGKILL)   {f['runs_killed']} (+{f['runs_finished_before_kill']} finished first)",
+        f"  kill moments min/median/max {_spread(f['kill_after_seconds'])}",
+        "  tables left by the kills     " + ", ".join(f"{label} {n}" for label, n in f["killed_at"].items()),
         f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
         "during them)",
         f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared, Spark and pyiceberg)",

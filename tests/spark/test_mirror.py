@@ -248,3 +248,27 @@ def test_tables_of_one_run_create_the_mirror_namespace_at_once(lake):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(create, range(8)))
     assert lake.tables.namespace_exists(ns)
+
+
+def test_the_mirror_check_flags_a_wrong_row_a_missing_row_and_delete_files(hlake):
+    """The comparison behind every mirror assertion and the soak can fail: a changed value, a
+    missing key and a merge-on-read delete written into the mirror are each reported."""
+    from testkit.local import mirror_problems
+
+    make(hlake)
+    assert hlake.run() == 0
+    expected = hlake.writer.model("t").expected()
+    spark, q = hlake.writer.spark, hlake.mirror_q("t")
+
+    def problems():
+        return mirror_problems(spark, q, hlake.mirror("t"), expected)[1]
+
+    assert problems() == []
+    spark.sql(f"UPDATE {q} SET v = -1 WHERE _olake_id = '4'")
+    assert any("spark" in p for p in problems()) and any("pyiceberg" in p for p in problems())
+    spark.sql(f"UPDATE {q} SET v = 4 WHERE _olake_id = '4'")
+    assert problems() == []
+    spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    spark.sql(f"DELETE FROM {q} WHERE _olake_id = '5'")
+    found = problems()
+    assert "the mirror has delete files" in found and any("spark" in p for p in found)
