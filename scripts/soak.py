@@ -181,15 +181,14 @@ class Soak:
             if attempt:
                 self.batch(self.rng.choice(self.tables))
             maintenance = self.rng.random() < 0.3
-            before = self._metadata_locations()
+            before = self._states()
             proc = self.launch(maintenance)
             after = self.rng.uniform(1.0, max(1.5, self.typical_run_s() * 0.9 / (attempt + 1)))
             started = time.monotonic()
             try:
                 proc.wait(timeout=after)
-                self._finished(proc, started)
+                self._finished(proc, started, maintenance=maintenance)
                 self.figures["runs_finished_before_kill"] += 1
-                self.figures["maintenance_runs"] += int(maintenance)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
                 proc.wait()
@@ -200,16 +199,14 @@ class Soak:
                 return
         self._failure(f"no run could be killed in {attempts} attempts")
 
-    def _metadata_locations(self) -> Dict[str, tuple]:
-        return {t: (self._fresh(self.ns, t).metadata_location, self._fresh(self.cow_ns, f"{t}_cow").metadata_location)
-                for t in self.tables}
+    def _states(self) -> Dict[str, tuple]:
+        return {t: (self._fresh(self.ns, t), self._fresh(self.cow_ns, f"{t}_cow")) for t in self.tables}
 
     def _record_kill_moment(self, before: Dict[str, tuple]) -> None:
-        after = self._metadata_locations()
-        for t in self.tables:
-            step = None if after[t] == before[t] else type(
-                plan_next(self._fresh(self.ns, t), self._fresh(self.cow_ns, f"{t}_cow")))
-            label = KILL_MOMENTS.get(step, "blocked")
+        for t, (source, mirror) in self._states().items():
+            moved = (source.metadata_location, mirror.metadata_location) != tuple(
+                s.metadata_location for s in before[t])
+            label = KILL_MOMENTS.get(type(plan_next(source, mirror)) if moved else None, "blocked")
             self.figures["killed_at"][label] = self.figures["killed_at"].get(label, 0) + 1
 
     def completed_run(self, concurrent: bool = False) -> None:
@@ -239,15 +236,14 @@ class Soak:
             stop.set()
             if thread:
                 thread.join()
-        self._finished(proc, started, code)
+        self._finished(proc, started, code, maintenance)
         if errors:
             self._failure(f"concurrent writer failed: {errors[0]}")
         if concurrent:
             self.figures["runs_with_concurrent_writer"] += 1
-        if maintenance:
-            self.figures["maintenance_runs"] += 1
 
-    def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None) -> None:
+    def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None,
+                  maintenance: bool = False) -> None:
         proc.log.close()  # type: ignore[attr-defined]
         code = proc.returncode if code is None else code
         self.figures["run_seconds"].append(round(time.monotonic() - started, 2))
@@ -256,6 +252,7 @@ class Soak:
             self._failure(f"run exited {code}; see {proc.log.name}")  # type: ignore[attr-defined]
             return
         self.figures["runs_completed"] += 1
+        self.figures["maintenance_runs"] += int(maintenance)
         self.check()
 
     # --- the check ------------------------------------------------------------------------------

@@ -135,7 +135,6 @@ class Account:
         return self.ddb.get_item(TableName="olake-cow-state", Key={"pk": {"S": f"ns#{namespace}"}}).get("Item", {})
 
 
-
 def emf_points(text: str):
     """(metric name, value, dimensions) for every EMF record in captured stdout."""
     points = []

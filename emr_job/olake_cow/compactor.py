@@ -22,7 +22,7 @@ from .changes import (
 from .checkpoint import SOURCE_PROPERTY, Marker, find_checkpoint, staged_for
 from .config import DestinationConfig, redact
 from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SchemaEvolutionError
-from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables
+from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
 from .identifiers import qualified, quote
 from .maintenance import HOUR_MS, Maintainer, MaintenanceOptions, MaintenanceResult, mirror_cutoff, source_cutoff
 from .schema import schema_changes
@@ -189,13 +189,12 @@ class TableJob:
             self.tables.create_namespace(ns)
             location = (f"{self.opts.cow_base_location}/{self.mirror}"
                         if self.opts.cow_base_location else None)
-            size = self.opts.target_file_mb or DEFAULT_TARGET_FILE_MB
+            size = target_file_size(self.opts.target_file_mb or DEFAULT_TARGET_FILE_MB)
             self.tables.create_mirror(src_ns, self.table, ns, self.mirror, location,
-                                      {SOURCE_PROPERTY: f"{src_ns}.{self.table}",
-                                       TARGET_FILE_SIZE: str(size * 1024 * 1024)})
+                                      {SOURCE_PROPERTY: f"{src_ns}.{self.table}", TARGET_FILE_SIZE: size})
             self.say("created mirror %s", self.result.mirror)
             return True
-        wanted = str(self.opts.target_file_mb * 1024 * 1024) if self.opts.target_file_mb else None
+        wanted = target_file_size(self.opts.target_file_mb) if self.opts.target_file_mb else None
         if wanted and mirror.properties.get(TARGET_FILE_SIZE) != wanted:
             self.tables.set_property(ns, self.mirror, TARGET_FILE_SIZE, wanted)
         if not rebuild:

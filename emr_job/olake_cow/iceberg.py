@@ -18,6 +18,11 @@ TARGET_FILE_SIZE = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a merge rewrites whole files
 
 
+def target_file_size(mb: int) -> str:
+    """The TARGET_FILE_SIZE property value for `mb` megabytes."""
+    return str(mb * 1024 * 1024)
+
+
 def _java_class_name(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     if java is None:

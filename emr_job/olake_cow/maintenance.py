@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .checkpoint import Marker
 from .errors import ConfigError
-from .identifiers import quote, sql_string
+from .identifiers import qualified, quote, sql_string
 from .snapshots import TableState
 
 HOUR_MS = 3600 * 1000
@@ -143,15 +143,19 @@ class Maintainer:
         rows = self.session.sql(f"CALL {quote(self.catalog)}.system.{proc}({text})").collect()
         return [r.asDict() for r in rows]
 
+    def _table_arg(self, ns: str, table: str) -> str:
+        """The `table` argument of a procedure: a string literal, relative to the catalog."""
+        return sql_string(f"{quote(ns)}.{quote(table)}")
+
     def _files(self, ident: str) -> Dict[str, int]:
         rows = self.session.sql(f"SELECT file_path, file_size_in_bytes FROM {ident}.all_files").collect()
         return {r[0]: int(r[1]) for r in rows}
 
     def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> None:
-        ident = f"{quote(self.catalog)}.{quote(ns)}.{quote(table)}"
+        ident = qualified(self.catalog, ns, table)
         before_files = self._files(ident)
         before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
-        self._call("expire_snapshots", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+        self._call("expire_snapshots", {"table": self._table_arg(ns, table),
                                         "older_than": _timestamp(older_than_ms),
                                         "retain_last": "1"})
         after = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
@@ -162,18 +166,18 @@ class Maintainer:
         out.bytes_removed += sum(before_files[f] for f in gone)
 
     def rewrite_manifests(self, ns: str, table: str, out: MaintenanceResult) -> None:
-        rows = self._call("rewrite_manifests", {"table": sql_string(f"{quote(ns)}.{quote(table)}")})
+        rows = self._call("rewrite_manifests", {"table": self._table_arg(ns, table)})
         out.manifests_rewritten += sum(int(r.get("rewritten_manifests_count") or 0) for r in rows)
 
     def compact(self, ns: str, table: str, out: MaintenanceResult) -> None:
         # The mirror always has a sort order (the source's, else _olake_id): sort within partitions.
-        rows = self._call("rewrite_data_files", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+        rows = self._call("rewrite_data_files", {"table": self._table_arg(ns, table),
                                                  "strategy": "'sort'",
                                                  "options": "map('min-input-files', '2')"})
         out.files_compacted += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
 
     def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
-        rows = self._call("remove_orphan_files", {"table": sql_string(f"{quote(ns)}.{quote(table)}"),
+        rows = self._call("remove_orphan_files", {"table": self._table_arg(ns, table),
                                                   "older_than": _timestamp(older_than_ms),
                                                   "dry_run": "true" if dry_run else "false"})
         out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]

@@ -272,3 +272,14 @@ def test_the_mirror_check_flags_a_wrong_row_a_missing_row_and_delete_files(hlake
     spark.sql(f"DELETE FROM {q} WHERE _olake_id = '5'")
     found = problems()
     assert "the mirror has delete files" in found and any("spark" in p for p in found)
+
+
+def test_mirror_file_size_defaults_to_128_mb_and_follows_the_option(hlake):
+    make(hlake)
+    assert hlake.run() == 0
+    prop = "write.target-file-size-bytes"
+    assert hlake.mirror("t").properties.get(prop) == str(128 * 1024 * 1024)
+    hlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 7, "s": "x"}])
+    assert hlake.run("--target-file-size-mb", "8") == 0
+    assert hlake.mirror("t").properties.get(prop) == str(8 * 1024 * 1024)
+    hlake.assert_mirror_matches("t")
