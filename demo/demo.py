@@ -1,9 +1,10 @@
 """`make demo`: a sample OLake-like table in a local warehouse, mirrored by the job.
 
 Backfill, then CDC batches (updates, a tombstone delete, inserts, a pure equality delete and a
-key written twice in one commit); run the job; show that pyiceberg (which, like Databricks and
-Snowflake, cannot apply equality deletes) refuses the source but reads the mirror, and that the
-mirror equals the resolved source. Then one more CDC batch and an incremental run.
+key written twice in one commit); run the job in its default (readonly) mode; show that pyiceberg
+(which, like Databricks and Snowflake, cannot apply equality deletes) refuses the source but reads
+the mirror, that the mirror equals the resolved source, and that the source was left exactly as it
+was. Then one more CDC batch and an incremental run, and `--verify`.
 """
 import os
 import random
@@ -52,6 +53,19 @@ def check(root, writer, tables) -> bool:
     return ok
 
 
+def source_fingerprint(root, tables):
+    state = tables.state(NS, TABLE)
+    rows = root.table(qualified(CATALOG, NS, TABLE)).count()
+    return state.metadata_location, [s.snapshot_id for s in state.snapshots], rows
+
+
+def source_unchanged(root, tables, before) -> bool:
+    same = source_fingerprint(root, tables) == before
+    print(f"   OLake's table untouched by the job (same metadata file, {len(before[1])} snapshots, "
+          f"{before[2]} rows): {'YES' if same else 'NO'}")
+    return same
+
+
 def main() -> int:
     shutil.rmtree(WORK, ignore_errors=True)
     dest = hadoop_destination(os.path.join(WORK, "warehouse"), CATALOG)
@@ -91,12 +105,13 @@ def main() -> int:
     except ValueError as exc:
         print(f"   pyiceberg (like Databricks/Snowflake) refuses the source: {exc}")
 
-    say("dry run of the compaction job")
+    say("dry run of the mirror job")
     args = ["--destination-details", dest_path, "--source-namespace", NS, "--quiet"]
     job(args + ["--dry-run"])
-    say("compaction job (first run builds the mirror)")
+    say("mirror job, default (readonly) mode: the first run builds the mirror")
+    before = source_fingerprint(root, tables)
     rc = job(args + ["--summary-out", os.path.join(WORK, "summary-1.json")])
-    ok = rc == 0 and check(root, writer, tables)
+    ok = rc == 0 and check(root, writer, tables) and source_unchanged(root, tables, before)
     say("a second run with nothing new commits nothing")
     before = (tables.state(NS, TABLE).current_id, tables.state(NS + "_cow", TABLE + "_cow").current_id)
     rc2 = job(args)
@@ -114,8 +129,13 @@ def main() -> int:
         pyiceberg_rows(tables.state(NS, TABLE).metadata_location)
     except ValueError as exc:
         print(f"   pyiceberg refuses the source again: {exc}")
+    before = source_fingerprint(root, tables)
     rc3 = job(args + ["--summary-out", os.path.join(WORK, "summary-2.json")])
-    ok = ok and rc3 == 0 and check(root, writer, tables)
+    ok = ok and rc3 == 0 and check(root, writer, tables) and source_unchanged(root, tables, before)
+    say("--verify: compare the mirror with the source resolved by Spark at the snapshot it holds (a full scan)")
+    rc4 = job(args + ["--verify", "--summary-out", os.path.join(WORK, "summary-3.json")])
+    print(f"   verify exit code {rc4} ({'mirror equals the source' if rc4 == 0 else 'differences found'})")
+    ok = ok and rc4 == 0
     say("result: " + ("OK - the mirror equals the resolved source" if ok else "FAILED"))
     print(f"   warehouse: {os.path.join(WORK, 'warehouse')}; summaries in {WORK}")
     return 0 if ok else 1

@@ -1,14 +1,16 @@
 """`make soak`: many cycles of OLake-like CDC batches against a JDBC catalog on a real PostgreSQL
 server, with job runs (the real command line, in a subprocess) killed by SIGKILL at random
-moments, runs with the writer committing concurrently, and runs with mirror maintenance.
+moments, runs while the writer keeps committing (it never stops on its own: the run must end by
+itself), runs with mirror maintenance, and another tool rewriting the source's files now and then.
+Each source mode (readonly, truncate) gets its own namespace and the same plan.
 
-After every completed run each mirror is compared with the resolved source at the mirror's
-checkpoint, computed independently by the writer's model (testkit/model.py) and read back both
-by Spark and by pyiceberg (which refuses delete files). Prints the figures and writes them as
+After every completed run each mirror is compared with the resolved source at the source snapshot
+the mirror holds, computed independently by the writer's model (testkit/model.py) and read back
+both by Spark and by pyiceberg (which refuses delete files). Prints the figures and writes them as
 JSON. Exit 0 only with 0 mismatches and 0 failed runs.
 
-    .venv/bin/python scripts/soak.py                      # the CI setting (a few minutes)
-    .venv/bin/python scripts/soak.py --kills 60 --concurrent 24 --out docs/soak.json
+    .venv/bin/python scripts/soak.py                      # the CI setting (a few minutes per mode)
+    .venv/bin/python scripts/soak.py --kills 56 --concurrent 21 --out docs/soak.json
 """
 import argparse
 import json
@@ -33,15 +35,24 @@ from testkit.olake_writer import OlakeWriter  # noqa: E402
 from olake_cow.checkpoint import find_checkpoint  # noqa: E402
 from olake_cow.iceberg import IcebergTables  # noqa: E402
 from olake_cow.identifiers import qualified  # noqa: E402
-from olake_cow.planner import Done, Merge, Publish, Truncate, plan_next  # noqa: E402
+from olake_cow.modes import SourceMode  # noqa: E402
+from olake_cow.planner import Advance, Done, Merge, Publish, Truncate, plan_next  # noqa: E402
 
 MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
                "--rewrite-manifests"]
 
 
 # Where a killed run left each table: nothing committed yet, or what the planner says comes next.
-KILL_MOMENTS = {None: "before any commit", Merge: "truncated, not merged", Publish: "merge staged, not published",
-                Truncate: "between cycles", Done: "checkpointed (maintenance or exit)"}
+KILL_MOMENTS = {
+    SourceMode.TRUNCATE: {None: "before any commit", Merge: "truncated, not merged",
+                          Publish: "merge staged, not published", Truncate: "between cycles",
+                          Done: "checkpointed (maintenance or exit)"},
+    SourceMode.READONLY: {None: "before any commit", Merge: "mirror created or evolved, not merged",
+                          Publish: "merge staged, not published", Advance: "checkpointed (maintenance or exit)",
+                          Done: "checkpointed (maintenance or exit)"},
+}
+MODES = {"readonly": [SourceMode.READONLY], "truncate": [SourceMode.TRUNCATE],
+         "both": [SourceMode.READONLY, SourceMode.TRUNCATE]}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -56,6 +67,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--change-fraction", type=float, default=0.05, help="keys touched per batch (default 0.05)")
     p.add_argument("--maintenance-every", type=int, default=3,
                    help="every Nth quiet completed run also maintains the tables (default 3; 0 = never)")
+    p.add_argument("--source-mode", choices=sorted(MODES), default="both",
+                   help="which source modes to soak, one after the other (default both)")
+    p.add_argument("--rewrite-chance", type=float, default=0.15,
+                   help="chance per action that another tool rewrites a source table's files (default 0.15)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
     p.add_argument("--out", metavar="PATH", help="write the figures as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work folder (warehouse, logs)")
@@ -63,10 +78,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 class Soak:
-    def __init__(self, args: argparse.Namespace, work: str, server: "pg.PostgresServer") -> None:
-        self.args, self.work = args, work
+    def __init__(self, args: argparse.Namespace, work: str, server: "pg.PostgresServer", mode: SourceMode) -> None:
+        self.args, self.work, self.mode = args, work, mode
         self.rng = random.Random(args.seed)
-        self.ns = f"soak_{args.seed}"
+        self.ns = f"soak_{args.seed}_{mode.value}"
         self.cow_ns = self.ns + "_cow"
         dest = {"type": "ICEBERG", "writer": {
             "catalog_type": "jdbc", "catalog_name": "soak", "jdbc_url": server.jdbc_url,
@@ -87,8 +102,9 @@ class Soak:
             "runs_killed": 0, "runs_finished_before_kill": 0, "runs_with_concurrent_writer": 0,
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
-            "kill_after_seconds": [], "failures": [],
-            "killed_at": {label: 0 for label in KILL_MOMENTS.values()}}
+            "kill_after_seconds": [], "failures": [], "source_mode": mode.value, "source_rewrites": 0,
+            "concurrent_run_seconds": [],
+            "killed_at": {label: 0 for label in dict.fromkeys(KILL_MOMENTS[mode].values())}}
         self.quiet_runs = 0
 
     # --- the OLake side ---------------------------------------------------------------------
@@ -141,6 +157,12 @@ class Soak:
                 row[col] = f"{col}-{key}"
         return row
 
+    def rewrite_source(self, table: str) -> None:
+        """Another tool (OLake Fusion, a Glue optimizer) compacts the source's files."""
+        self.writer.rewrite_files(table)
+        self._remember(table, self._current(table))
+        self.figures["source_rewrites"] += 1
+
     def schema_change(self, table: str) -> None:
         """A column added, or `v` widened from int to bigint (once)."""
         if table not in self.widened and self.rng.random() < 0.5:
@@ -156,7 +178,7 @@ class Soak:
     def command(self, summary: str, maintenance: bool) -> List[str]:
         cmd = [sys.executable, os.path.join(ROOT, "emr_job", "main.py"), "--destination-details", self.dest_path,
                "--source-namespace", self.ns, "--quiet", "--parallelism", "2", "--summary-out", summary,
-               "--spark-conf", "spark.sql.shuffle.partitions=2"]
+               "--source-mode", self.mode.value, "--spark-conf", "spark.sql.shuffle.partitions=2"]
         return cmd + (MAINTENANCE if maintenance else [])
 
     def launch(self, maintenance: bool) -> subprocess.Popen:
@@ -206,7 +228,8 @@ class Soak:
         for t, (source, mirror) in self._states().items():
             moved = (source.metadata_location, mirror.metadata_location) != tuple(
                 s.metadata_location for s in before[t])
-            label = KILL_MOMENTS.get(type(plan_next(source, mirror)) if moved else None, "blocked")
+            step = plan_next(source, mirror, self.mode) if moved else None
+            label = KILL_MOMENTS[self.mode].get(type(step) if step is not None else None, "blocked")
             self.figures["killed_at"][label] = self.figures["killed_at"].get(label, 0) + 1
 
     def completed_run(self, concurrent: bool = False) -> None:
@@ -222,8 +245,11 @@ class Soak:
             def write() -> None:
                 while not stop.is_set():
                     try:
-                        self.batch(self.rng.choice(self.tables))
+                        table = self.rng.choice(self.tables)
+                        self.batch(table)
                         self.figures["concurrent_commits"] += 1
+                        if self.rng.random() < self.args.rewrite_chance / 3:
+                            self.rewrite_source(table)  # another tool compacts during the run
                     except Exception as exc:  # noqa: BLE001 - reported as a failure
                         errors.append(repr(exc))
                         return
@@ -241,6 +267,7 @@ class Soak:
             self._failure(f"concurrent writer failed: {errors[0]}")
         if concurrent:
             self.figures["runs_with_concurrent_writer"] += 1
+            self.figures["concurrent_run_seconds"].append(round(time.monotonic() - started, 2))
 
     def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None,
                   maintenance: bool = False) -> None:
@@ -260,15 +287,14 @@ class Soak:
         for t in self.tables:
             mirror = self._fresh(self.cow_ns, f"{t}_cow")
             source = self._fresh(self.ns, t)
-            cp = find_checkpoint(mirror)
-            boundary = source.snapshot(cp.boundary_id) if cp else None
-            if boundary is None:
+            held = self._held(source, find_checkpoint(mirror))
+            if held is None:
                 self._failure(f"{t}: mirror has no checkpoint in the source after a completed run")
                 continue
             with self.lock:
-                expected_rows = self.history[t].get(boundary.parent_id)
+                expected_rows = self.history[t].get(held)
             if expected_rows is None:
-                self._failure(f"{t}: boundary {boundary.snapshot_id} follows no known writer commit")
+                self._failure(f"{t}: the mirror holds source snapshot {held}, which follows no known writer commit")
                 continue
             compared, problems = mirror_problems(self.reader, qualified("soak", self.cow_ns, f"{t}_cow"), mirror,
                                                  expected_rows)
@@ -277,6 +303,15 @@ class Soak:
                 self.figures["mismatches"] += 1
                 self._failure(f"{t}: {problem}")
             self.figures["checks"] += 1
+
+    def _held(self, source, checkpoint) -> Optional[int]:
+        """The source snapshot whose content the mirror holds (truncate mode: the boundary's parent)."""
+        if checkpoint is None:
+            return None
+        if self.mode == SourceMode.READONLY:
+            return checkpoint.snapshot_id
+        boundary = source.snapshot(checkpoint.snapshot_id)
+        return boundary.parent_id if boundary is not None else None
 
     def _fresh(self, ns: str, table: str):
         return fresh_state(IcebergTables(self.reader, "soak"), ns, table)
@@ -297,6 +332,8 @@ class Soak:
                 if self.rng.random() < 0.08:
                     self.schema_change(t)
                 self.batch(t)
+                if self.rng.random() < self.args.rewrite_chance:
+                    self.rewrite_source(t)
             if action == "concurrent":
                 self.completed_run(concurrent=True)
             else:
@@ -304,7 +341,8 @@ class Soak:
                 if self.rng.random() < 0.25 or i == len(plan) or plan[i] != "kill":
                     self.completed_run()
             f = self.figures
-            print(f"[{i}/{len(plan)}] {action:<10} completed={f['runs_completed']} killed={f['runs_killed']} "
+            print(f"[{self.mode.value} {i}/{len(plan)}] {action:<10} completed={f['runs_completed']} "
+                  f"killed={f['runs_killed']} "
                   f"concurrent_commits={f['concurrent_commits']} rows_checked={f['rows_checked']} "
                   f"mismatches={f['mismatches']} failed={f['failed_runs']} "
                   f"({time.monotonic() - started:.0f} s)", flush=True)
@@ -322,7 +360,7 @@ def _spread(values: List[float]) -> str:
 def report(f: Dict[str, Any]) -> str:
     runs = f["run_seconds"]
     return "\n".join([
-        "soak figures",
+        f"soak figures, {f['source_mode']} mode",
         f"  seed                        {f['seed']}",
         f"  tables x rows               {f['tables']} x {f['rows']}",
         f"  OLake commits               {f['commits']} (schema changes {f['schema_changes']})",
@@ -331,7 +369,8 @@ def report(f: Dict[str, Any]) -> str:
         f"  kill moments min/median/max {_spread(f['kill_after_seconds'])}",
         "  tables left by the kills     " + ", ".join(f"{label} {n}" for label, n in f["killed_at"].items()),
         f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
-        "during them)",
+        f"during them; each run {_spread(f['concurrent_run_seconds']).replace(' after start', '')})",
+        f"  source rewrites (other tool) {f['source_rewrites']}",
         f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared, Spark and pyiceberg)",
         f"  mismatches                  {f['mismatches']}",
         f"  failed runs                 {f['failed_runs']}",
@@ -350,20 +389,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"soak: seed {args.seed}, {args.kills} kills, {args.concurrent} concurrent-writer runs, "
           f"{args.tables} tables x {args.rows} rows; work folder {work}", flush=True)
     server = pg.PostgresServer().start()
+    results = {}
     try:
-        figures = Soak(args, work, server).run()
+        for mode in MODES[args.source_mode]:
+            results[mode.value] = Soak(args, work, server, mode).run()
     finally:
         server.stop()
-    figures["command"] = "scripts/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(report(figures))
+    command = "scripts/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    for figures in results.values():
+        print(report(figures))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump(figures, f, indent=2)
+            json.dump({"command": command, "modes": results}, f, indent=2)
     if not args.keep:
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
-    ok = figures["mismatches"] == 0 and figures["failed_runs"] == 0 and not figures["failures"]
+    ok = all(f["mismatches"] == 0 and f["failed_runs"] == 0 and not f["failures"] for f in results.values())
     return 0 if ok else 1
 
 

@@ -30,10 +30,21 @@ class TableModel:
 
 
 def normalize(value: Any) -> Any:
+    """A comparable form of a value as Spark, pyiceberg or the model give it: structs (Spark rows,
+    dicts) become sorted (field, value) pairs without null fields, maps (dicts, or pyarrow's lists of
+    pairs) sorted pairs, lists tuples."""
     if isinstance(value, dt.datetime):
         return round(value.timestamp(), 6)
     if isinstance(value, float):
         return round(value, 9)
+    if hasattr(value, "asDict"):
+        value = value.asDict(recursive=True)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), normalize(v)) for k, v in value.items() if v is not None))
+    if isinstance(value, list):
+        if value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+            return tuple(sorted((str(k), normalize(v)) for k, v in value if v is not None))
+        return tuple(normalize(x) for x in value)
     return value
 
 

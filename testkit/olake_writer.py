@@ -8,8 +8,9 @@ API together with the delete files, so field ids, metrics and partitions are Ice
 """
 import datetime as dt
 import itertools
+import threading
 import uuid
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from olake_cow.iceberg import IcebergTables
 from olake_cow.identifiers import qualified, quote
@@ -22,12 +23,17 @@ OLAKE_COLUMNS = (("_op_type", "string"), ("_olake_timestamp", "timestamp"),
 
 
 class OlakeWriter:
-    def __init__(self, session, catalog: str, namespace: str) -> None:
+    def __init__(self, session, catalog: str, namespace: str, remember: bool = False) -> None:
         self.spark = session  # its own session: the writer sets spark.wap.id on it
         self.catalog, self.namespace = catalog, namespace
         self.models: Dict[str, TableModel] = {}
         self._clock = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
         self._seq = itertools.count(1)
+        # remember=True: the resolved table after each snapshot this writer committed (tests that
+        # check a mirror against the source snapshot it holds).
+        self.remember = remember
+        self._history: Dict[str, Dict[int, List[Dict[str, Any]]]] = {}
+        self._lock = threading.Lock()
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -44,15 +50,33 @@ class OlakeWriter:
     def model(self, table: str) -> TableModel:
         return self.models.setdefault(table, TableModel())
 
+    def _record(self, table: str, snapshot_id: Optional[int]) -> None:
+        if self.remember and snapshot_id is not None:
+            rows = [dict(r) for r in self.model(table).rows.values()]
+            with self._lock:
+                self._history.setdefault(table, {})[snapshot_id] = rows
+
+    def expected_at(self, table: str, snapshot_id: int, delete_mode: str = "keep") -> Optional[List[Dict[str, Any]]]:
+        """The resolved table right after `snapshot_id` (None if this writer did not commit it)."""
+        with self._lock:
+            rows = self._history.get(table, {}).get(snapshot_id)
+        if rows is None:
+            return None
+        kept = [r for r in rows if delete_mode == "keep" or r.get("_op_type") != "d"]
+        return sorted(kept, key=lambda r: r["_olake_id"])
+
+    def current_id(self, table: str) -> int:
+        return int(self.tables.load(self.namespace, table).currentSnapshot().snapshotId())
+
     # -- DDL -----------------------------------------------------------------------------
     def create_table(self, table: str, columns: Sequence[Tuple[str, str]],
-                     partition_by: Sequence[str] = ()) -> None:
+                     partition_by: Sequence[str] = (), format_version: int = 2) -> None:
         self.tables.create_namespace(self.namespace)
         cols = ", ".join([f"{quote('_olake_id')} string NOT NULL"]
                          + [f"{quote(n)} {t}" for n, t in list(columns) + list(OLAKE_COLUMNS)])
         part = f" PARTITIONED BY ({', '.join(partition_by)})" if partition_by else ""
         self.spark.sql(f"CREATE TABLE {self.q(table)} ({cols}) USING iceberg{part} "
-                       "TBLPROPERTIES ('format-version'='2', 'write.wap.enabled'='true', "
+                       f"TBLPROPERTIES ('format-version'='{format_version}', 'write.wap.enabled'='true', "
                        "'olake_2pc'='{}')")
         self.spark.sql(f"ALTER TABLE {self.q(table)} SET IDENTIFIER FIELDS {quote('_olake_id')}")
         self.spark.sql(f"ALTER TABLE {self.q(table)} WRITE ORDERED BY {quote('_olake_id')}")
@@ -113,8 +137,33 @@ class OlakeWriter:
         # Our own snapshot, not the current one: a compactor may have truncated in between.
         for snap in reversed(list(t.snapshots())):
             if snap.summary().get("olake-writer.commit") == tag:
+                self._record(table, int(snap.snapshotId()))
                 return int(snap.snapshotId())
         raise RuntimeError(f"writer: commit {tag} not found in {table}'s snapshots")
+
+    # -- what other tools and users do to OLake's table ---------------------------------------
+    def delete_where(self, table: str, where_sql: str, matches: Callable[[Mapping[str, Any]], bool],
+                     mode: str = "merge-on-read") -> int:
+        """A user's `DELETE FROM table WHERE ...` through Spark (merge-on-read: position deletes, or
+        deletion vectors on a format-version 3 table; copy-on-write: rewritten files). `matches`
+        is the same predicate in Python, applied to the model. Returns the new snapshot id."""
+        self.spark.sql(f"ALTER TABLE {self.q(table)} SET TBLPROPERTIES ('write.delete.mode'='{mode}')")
+        self.spark.sql(f"DELETE FROM {self.q(table)} WHERE {where_sql}")
+        model = self.model(table)
+        for key in [k for k, r in model.rows.items() if matches(r)]:
+            del model.rows[key]
+        snapshot_id = self.current_id(table)
+        self._record(table, snapshot_id)
+        return snapshot_id
+
+    def rewrite_files(self, table: str, options: Optional[Dict[str, str]] = None) -> None:
+        """Another tool compacts OLake's table (`rewrite_data_files`: a `replace` snapshot)."""
+        opts = {"rewrite-all": "true", **(options or {})}
+        text = ", ".join(f"'{k}', '{v}'" for k, v in opts.items())
+        ident = f"{quote(self.namespace)}.{quote(table)}".replace("'", "\\'")
+        self.spark.sql(f"CALL {quote(self.catalog)}.system.rewrite_data_files(table => '{ident}', "
+                       f"options => map({text}))")
+        self._record(table, self.current_id(table))
 
     def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> tuple:
         """(staged snapshot, its data files) of a WAP append of the batch."""

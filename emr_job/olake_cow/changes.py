@@ -1,13 +1,15 @@
-"""Spark side of one change set: read it once, resolve it per key, count its effect, merge it."""
+"""Spark side of a change set: resolve it per key, count its effect, merge it into the mirror."""
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from functools import reduce
+from typing import Any, List, Optional, Sequence, Tuple
 
-from .errors import UnsupportedDeleteError
 from .identifiers import quote, sql_string
 
 KEY = "_olake_id"
 ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key
+PART = "__olake_cow_part"  # which part of a change set a row came from: later parts win
+IS_DELETE = "__olake_cow_is_delete"  # a key with no visible row left in its part
 ORDER_COLUMNS = ("_cdc_timestamp", "_olake_timestamp")
 _GLOB = re.compile(r"([\\*?\[\]{}])")
 
@@ -17,7 +19,7 @@ class ChangeStats:
     inserted: int  # upserted keys the mirror did not have
     updated: int  # upserted keys the mirror had
     deleted: int  # deleted keys the mirror had
-    delete_keys: int  # keys removed by equality deletes alone
+    delete_keys: int  # keys removed by deletes alone
 
     def expected_records(self, parent_records: int, rebuild: bool) -> int:
         if rebuild:
@@ -30,42 +32,56 @@ def escape_glob(path: str) -> str:
     return _GLOB.sub(r"\\\1", path)
 
 
-def read_change_set(session, source_q: str, change_id: Optional[int], key_field_id: int,
-                    delete_mode: str, rebuild: bool = False):
-    """The resolved change set: one row per key with ACTION ('U' upsert, 'D' delete), including
-    keys removed by equality deletes alone. Persisted, so the source is scanned once.
+def newest_order(columns: Sequence[str]) -> List[Any]:
+    from pyspark.sql import functions as F
 
-    `rebuild`: only the rows of a new mirror, range-partitioned and sorted by key on the way (the
-    one shuffle serves both the per-key resolution and the mirror's sort order), not persisted:
-    the source is scanned once, by the write itself."""
-    from pyspark import StorageLevel
+    return [F.col(quote(c)).desc_nulls_last() for c in ORDER_COLUMNS if c in columns]
+
+
+def latest_per_key(rows, ranged: bool = False):
+    """One row per `_olake_id`: the newest change (a change set may hold two visible rows for a
+    key, OLake #1189). `ranged`: range-partition by key first, so the one shuffle also sorts the
+    rows for a new mirror."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    visible = session.sql(f"SELECT * FROM {source_q} VERSION AS OF {int(change_id)}") \
-        if change_id is not None else session.sql(f"SELECT * FROM {source_q} LIMIT 0")
-    if rebuild:
-        visible = visible.repartitionByRange(F.col(KEY))  # AQE sizes it to the data
-    order = [F.col(quote(c)).desc_nulls_last() for c in ORDER_COLUMNS if c in visible.columns]
-    ranked = visible.withColumn("__olake_cow_rn", F.row_number().over(
-        Window.partitionBy(F.col(KEY)).orderBy(*(order or [F.lit(1)]))))
-    latest = ranked.where(F.col("__olake_cow_rn") == 1).drop("__olake_cow_rn")
-    if delete_mode == "hard" and "_op_type" in visible.columns:
-        action = F.when(F.col("_op_type") == F.lit("d"), F.lit("D")).otherwise(F.lit("U"))
-    else:
-        action = F.lit("U")
-    changes = latest.withColumn(ACTION, action)
-    if rebuild:
-        return changes  # keys deleted by equality deletes alone are not in a new mirror anyway
+    if ranged:
+        rows = rows.repartitionByRange(F.col(KEY))  # AQE sizes it to the data
+    order = newest_order(rows.columns) or [F.lit(1)]
+    ranked = rows.withColumn("__olake_cow_rn", F.row_number().over(Window.partitionBy(F.col(KEY)).orderBy(*order)))
+    return ranked.where(F.col("__olake_cow_rn") == 1).drop("__olake_cow_rn")
 
-    delete_paths = _equality_delete_paths(session, source_q, change_id, key_field_id)
-    if delete_paths:
-        keys = session.read.parquet(*[escape_glob(p) for p in delete_paths]).select(KEY).distinct()
-        delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti") \
-            .withColumn(ACTION, F.lit("D"))
-        changes = changes.unionByName(delete_only, allowMissingColumns=True)
-    changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
-    return changes
+
+def upsert_action(rows, delete_mode: str):
+    """ACTION for rows: 'U', or 'D' for a tombstone (`_op_type='d'`) in hard delete mode."""
+    from pyspark.sql import functions as F
+
+    if delete_mode == "hard" and "_op_type" in rows.columns:
+        return F.when(F.col("_op_type") == F.lit("d"), F.lit("D")).otherwise(F.lit("U"))
+    return F.lit("U")
+
+
+def compose(row_parts: List[Any], key_parts: List[Any], delete_mode: str, schema):
+    """The resolved change set of several parts (intervals of the source's history, oldest first):
+    `row_parts[i]`, `key_parts[i]`: visible rows and deleted keys of part i, each with a PART
+    column. Per key the last part touching it decides; within a part a visible row beats a
+    deletion, and the newest row wins."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frames = [r.withColumn(IS_DELETE, F.lit(0)) for r in row_parts] + \
+                     [k.withColumn(IS_DELETE, F.lit(1)) for k in key_parts]
+    if not frames:
+        return None
+    combined = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    for f in schema.fields:  # key-only parts: give every column its table type
+        if f.name not in combined.columns:
+            combined = combined.withColumn(f.name, F.lit(None).cast(f.dataType))
+    order = [F.col(PART).desc(), F.col(IS_DELETE).asc()] + newest_order(combined.columns)
+    ranked = combined.withColumn("__olake_cow_rn", F.row_number().over(Window.partitionBy(F.col(KEY)).orderBy(*order)))
+    latest = ranked.where(F.col("__olake_cow_rn") == 1)
+    action = F.when(F.col(IS_DELETE) == F.lit(1), F.lit("D")).otherwise(upsert_action(latest, delete_mode))
+    return latest.withColumn(ACTION, action).drop("__olake_cow_rn", PART, IS_DELETE)
 
 
 def key_range(changes) -> Optional[Tuple[str, str]]:
@@ -83,23 +99,6 @@ def range_condition(alias: str, keys: Optional[Tuple[str, str]]) -> str:
         return "false"
     return (f"{alias}{quote(KEY)} >= {sql_string(keys[0])} AND "
             f"{alias}{quote(KEY)} <= {sql_string(keys[1])}")
-
-
-def _equality_delete_paths(session, source_q: str, change_id: Optional[int],
-                           key_field_id: int) -> List[str]:
-    """Equality-delete files live in the change-set snapshot. The previous boundary (a truncate)
-    removed every older delete file, so these are exactly the change set's own."""
-    if change_id is None:
-        return []
-    rows = session.sql(
-        f"SELECT file_path, equality_ids FROM {source_q}.{quote('delete_files')} "
-        f"VERSION AS OF {int(change_id)} WHERE content = 2").collect()
-    for row in rows:
-        if list(row["equality_ids"] or []) != [key_field_id]:
-            raise UnsupportedDeleteError(
-                f"equality delete file {row['file_path']} deletes by field ids {row['equality_ids']}, "
-                f"not by _olake_id (field id {key_field_id}); only _olake_id deletes are supported")
-    return [r["file_path"] for r in rows]
 
 
 def change_stats(changes, mirror_keys) -> ChangeStats:

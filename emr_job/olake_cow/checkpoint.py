@@ -1,43 +1,51 @@
-"""The mirror's checkpoint: which source boundary its current state includes.
+"""The mirror's checkpoint: which source snapshot its current content corresponds to.
 
-Every mirror commit is staged under a WAP id `olake-cow:<source-uuid>:<boundary-id>`, so the
-published snapshot carries the marker in its summary (`wap.id` after a fast-forward,
-`published-wap-id` after a cherry-pick). After each publish the same value is also written to
-the table property `olake-cow.checkpoint`, which survives snapshot expiry and maintenance commits.
-The checkpoint is the marker on the newest ancestor of the mirror's current snapshot, else the
-property. Replaying change sets from an older checkpoint is harmless (merges are idempotent and
-applied in order), so a property that lags the snapshots never loses data.
+Every mirror commit is staged under a WAP id that names the source table and snapshot:
+  truncate mode  `olake-cow:<source-uuid>:<boundary-id>`        (the boundary truncate)
+  readonly mode  `olake-cow:<source-uuid>:<snapshot-id>:<seq>`  (the source snapshot and its
+                                                                 sequence number)
+The published snapshot carries the marker in its summary (`wap.id` after a fast-forward,
+`published-wap-id` after a cherry-pick), and the publish sets the same value as the table property
+`olake-cow.checkpoint` in the same commit; the property survives mirror snapshot expiry and
+maintenance commits. The checkpoint is the newest of the two (by source sequence number when both
+carry one, else the snapshot marker). Replaying changes from an older checkpoint is harmless
+(merges are idempotent and applied in order), so a checkpoint that lags never loses data.
 """
 from dataclasses import dataclass
 from typing import List, Optional
 
-from .snapshots import Snapshot, TableState, ancestors
+from .snapshots import Snapshot, Summary, TableState, ancestors
 
 WAP_PREFIX = "olake-cow"
 CHECKPOINT_PROPERTY = "olake-cow.checkpoint"
 SOURCE_PROPERTY = "olake-cow.source-table"
-MARKER_KEYS = ("wap.id", "published-wap-id")
+MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
+FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
+MARKER_KEYS = (Summary.WAP_ID, Summary.PUBLISHED_WAP_ID)
 
 
 @dataclass(frozen=True)
 class Marker:
     source_uuid: str
-    boundary_id: int
+    snapshot_id: int  # truncate mode: the boundary; readonly mode: the source snapshot merged
+    sequence_number: Optional[int] = None  # readonly mode: the source snapshot's sequence number
 
     @property
     def wap_id(self) -> str:
-        return f"{WAP_PREFIX}:{self.source_uuid}:{self.boundary_id}"
+        base = f"{WAP_PREFIX}:{self.source_uuid}:{self.snapshot_id}"
+        return base if self.sequence_number is None else f"{base}:{self.sequence_number}"
 
 
 def parse_marker(value: Optional[str]) -> Optional[Marker]:
-    """Strict parser: anything that is not exactly our format is not a checkpoint."""
+    """Strict parser: anything that is not exactly one of our formats is not a checkpoint."""
     if not value:
         return None
     parts = value.split(":")
-    if len(parts) != 3 or parts[0] != WAP_PREFIX or not parts[1]:
+    if len(parts) not in (3, 4) or parts[0] != WAP_PREFIX or not parts[1]:
         return None
     try:
-        return Marker(parts[1], int(parts[2]))
+        seq = int(parts[3]) if len(parts) == 4 else None
+        return Marker(parts[1], int(parts[2]), seq)
     except ValueError:
         return None
 
@@ -54,18 +62,27 @@ def find_checkpoint(mirror: TableState) -> Optional[Marker]:
     if not mirror.exists:
         return None
     chain, _ = ancestors(mirror)
-    for snap in reversed(chain):
-        marker = marker_of(snap)
-        if marker is not None:
-            return marker
-    return parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY))
+    published = next((m for m in (marker_of(s) for s in reversed(chain)) if m is not None), None)
+    prop = parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY))
+    if published is None or prop is None:
+        return published or prop
+    same_table = published.source_uuid == prop.source_uuid
+    if same_table and published.sequence_number is not None and prop.sequence_number is not None \
+            and prop.sequence_number > published.sequence_number:
+        return prop  # moved on without a data commit (only rewrites happened in the source)
+    return published
 
 
-def staged_for(mirror: TableState, marker: Marker) -> List[Snapshot]:
-    """Staged (unpublished) mirror snapshots written for `marker`, newest first."""
+def staged_snapshots(mirror: TableState) -> List[Snapshot]:
+    """Staged (unpublished) mirror snapshots carrying one of our markers, newest first."""
     if not mirror.exists:
         return []
     published = {s.snapshot_id for s in ancestors(mirror)[0]}
     found = [s for s in mirror.snapshots
-             if s.snapshot_id not in published and s.summary.get("wap.id") == marker.wap_id]
+             if s.snapshot_id not in published and parse_marker(s.summary.get(Summary.WAP_ID))]
     return sorted(found, key=lambda s: s.timestamp_ms, reverse=True)
+
+
+def staged_for(mirror: TableState, marker: Marker) -> List[Snapshot]:
+    """Staged (unpublished) mirror snapshots written for `marker`, newest first."""
+    return [s for s in staged_snapshots(mirror) if s.summary.get(Summary.WAP_ID) == marker.wap_id]

@@ -9,6 +9,7 @@ from .config import DestinationConfig, parse_destination, redact
 from .errors import ConfigError, OlakeCowError, TableNotFoundError
 from .identifiers import validate_name
 from .maintenance import MaintenanceOptions
+from .modes import parse_mode
 
 EXIT_OK, EXIT_TABLE_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("olake_cow")
@@ -29,10 +30,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mirror base location (default <warehouse>/<cow-namespace>)")
     p.add_argument("--tables", metavar="A,B", help="tables to mirror (default: all in the namespace)")
     p.add_argument("--summary-out", metavar="PATH|s3://...", help="write a JSON run summary here")
+    p.add_argument("--source-mode", choices=("readonly", "truncate"),
+                   help="readonly (default for new mirrors): only read OLake's table and merge what changed "
+                        "between two of its snapshots; truncate: truncate OLake's table to close each change set, "
+                        "so it only keeps the changes since the last run. An existing mirror keeps the mode it "
+                        "was built with; asking for the other one is an error")
     p.add_argument("--delete-mode", choices=("keep", "hard"), default="keep",
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
+    p.add_argument("--verify", action="store_true",
+                   help="after the run, compare each mirror with its source resolved by Spark at the snapshot the "
+                        "mirror holds (row count, missing and extra keys, differing rows); exit 1 on any "
+                        "difference. Readonly mirrors only. A full scan of both tables")
     p.add_argument("--parallelism", type=int, default=4, metavar="N",
                    help="tables processed at once (default 4)")
     p.add_argument("--target-file-size-mb", type=int, metavar="MB",
@@ -120,7 +130,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
     return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance,
-            "target_file_mb": args.target_file_size_mb}
+            "target_file_mb": args.target_file_size_mb, "source_mode": parse_mode(args.source_mode)}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -139,10 +149,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) -> int:
-    from .compactor import JobOptions, new_run_id, run_tables
     from .iceberg import IcebergTables
+    from .runner import new_run_id, run_tables
     from .spark_session import build_session
     from .summary import write_summary
+    from .table_job import JobOptions
 
     secrets = cfg.secret_values()
     run_id = new_run_id()
@@ -160,8 +171,8 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
             tables = IcebergTables(session, cfg.catalog_name).list_tables(o["source"])
         log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
                  " (dry run)" if args.dry_run else "")
-        opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run,
-                          args.parallelism, run_id, o["maintenance"], o["target_file_mb"])
+        opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run, args.parallelism, run_id,
+                          o["maintenance"], o["target_file_mb"], source_mode=o["source_mode"], verify=args.verify)
         results = run_tables(session, cfg, opts, tables)
         summary["tables"] = [r.to_dict() for r in results]
         failed = [r.table for r in results if not r.ok]
@@ -171,7 +182,7 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         summary["error"] = redact(str(exc), secrets)
         code = EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - the summary must still be written
-        from .compactor import error_text
+        from .runner import error_text
 
         summary["error"] = redact(error_text(exc), secrets)
         code = EXIT_TABLE_FAILED
@@ -193,10 +204,10 @@ def _print_table(summary: Dict[str, Any]) -> None:
     rows = summary["tables"]
     if not rows:
         return
-    print(f"{'table':<28} {'status':<11} {'merged':>6} {'upserted':>9} {'deleted':>8} "
+    print(f"{'table':<28} {'status':<13} {'mode':<8} {'merges':>6} {'upserted':>9} {'deleted':>8} "
           f"{'files':>6} {'secs':>7}  error")
     for r in rows:
-        print(f"{r['table'][:28]:<28} {r['status']:<11} {r['boundaries_merged']:>6} "
+        print(f"{r['table'][:28]:<28} {r['status']:<13} {r['source_mode'] or '-':<8} {r['merges']:>6} "
               f"{r['rows_upserted']:>9} {r['rows_deleted']:>8} {r['files_written']:>6} "
               f"{r['duration_s']:>7.1f}  {r['error'] or ''}")
         for line in r.get("plan") or []:

@@ -35,3 +35,11 @@ class UnsupportedDeleteError(OlakeCowError):
 
 class NotOlakeTableError(OlakeCowError):
     """A source table lacks OLake's `_olake_id` key column."""
+
+
+class SourceModeError(ConfigError):
+    """A run asked for a source mode (or mirror format) the table cannot use."""
+
+
+class ResyncNeededError(OlakeCowError):
+    """The source's history cannot give the change set exactly; the mirror must be rebuilt."""

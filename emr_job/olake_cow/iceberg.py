@@ -1,26 +1,26 @@
 """Thin adapter over Iceberg's Java API (through py4j) for what Spark SQL cannot do atomically:
-loading metadata in one read, the marked truncate, fast-forward publishing, table creation."""
+loading metadata in one read, the marked truncate, publishing with the checkpoint in one commit,
+mirror creation and evolution, and reading which files a snapshot added or removed."""
 import json
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from .checkpoint import CHECKPOINT_PROPERTY
-from .errors import TableNotFoundError
+from .errors import SchemaEvolutionError, TableNotFoundError
 from .snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
 
-COW_PROPERTIES = {
-    "format-version": "2",
-    "write.delete.mode": "copy-on-write",
-    "write.update.mode": "copy-on-write",
-    "write.merge.mode": "copy-on-write",
-    "write.wap.enabled": "true",
-}
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
-DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a merge rewrites whole files
+DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a copy-on-write merge rewrites whole files
+_WRITE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 
 
 def target_file_size(mb: int) -> str:
     """The TARGET_FILE_SIZE property value for `mb` megabytes."""
     return str(mb * 1024 * 1024)
+
+
+def write_mode_properties(merge_on_read: bool) -> Dict[str, str]:
+    mode = "merge-on-read" if merge_on_read else "copy-on-write"
+    return {key: mode for key in _WRITE_MODES}
 
 
 def _java_class_name(exc: BaseException) -> str:
@@ -36,6 +36,14 @@ def _java_class_name(exc: BaseException) -> str:
 def is_java_error(exc: BaseException, *simple_names: str) -> bool:
     name = _java_class_name(exc)
     return any(name.endswith("." + n) or name == n for n in simple_names)
+
+
+def java_message(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    try:
+        return str(java.getMessage()) if java is not None else str(exc)
+    except Exception:  # noqa: BLE001
+        return str(exc)
 
 
 class IcebergTables:
@@ -94,44 +102,75 @@ class IcebergTables:
                                      f"{self.catalog_name!r}")
         return sorted(str(i.name()) for i in self.catalog.listTables(self._namespace(namespace)))
 
+    # --- source -----------------------------------------------------------------------------
     def truncate(self, namespace: str, table: str, run_id: str) -> int:
-        """Delete every file of the current snapshot, marking the snapshot as a boundary. On a
-        concurrent commit Iceberg retries on the new base, so the parent always holds exactly
-        what was removed."""
+        """Truncate mode: delete every file of the current snapshot, marking the snapshot as a
+        boundary. On a concurrent commit Iceberg retries on the new base, so the parent always
+        holds exactly what was removed."""
         t = self.load(namespace, table)
         always = self.jvm.org.apache.iceberg.expressions.Expressions.alwaysTrue()
         t.newDelete().deleteFromRowFilter(always).set(BOUNDARY_KEY, run_id).commit()
         t.refresh()
         return int(t.currentSnapshot().snapshotId())
 
-    def publish(self, namespace: str, table: str, staged_id: int) -> int:
-        """Fast-forward (or, for appends, cherry-pick) a staged snapshot; returns the new current id."""
+    def added_data_sequence(self, namespace: str, table: str, snapshot_id: int) -> Optional[int]:
+        """Data sequence number of the first data file a snapshot added (a rewrite gives all its
+        outputs the sequence number of the snapshot it started from)."""
         t = self.load(namespace, table)
-        t.manageSnapshots().cherrypick(staged_id).commit()
+        snap = t.snapshot(int(snapshot_id))
+        if snap is None:
+            return None
+        it = snap.addedDataFiles(t.io()).iterator()
+        if not it.hasNext():
+            return None
+        seq = it.next().dataSequenceNumber()
+        return int(seq) if seq is not None else None
+
+    def removed_data_files(self, namespace: str, table: str, snapshot_id: int) -> List[Tuple[str, int]]:
+        """(path, data sequence number) of the data files a snapshot removed."""
+        t = self.load(namespace, table)
+        snap = t.snapshot(int(snapshot_id))
+        if snap is None:
+            return []
+        return [(str(f.location()), int(f.dataSequenceNumber())) for f in snap.removedDataFiles(t.io())]
+
+    # --- mirror -----------------------------------------------------------------------------
+    def publish(self, namespace: str, table: str, staged_id: int, checkpoint: str) -> int:
+        """Fast-forward (or, for appends, cherry-pick) a staged snapshot and set the checkpoint
+        property in the same commit; returns the new current id."""
+        t = self.load(namespace, table)
+        tx = t.newTransaction()
+        tx.manageSnapshots().cherrypick(int(staged_id)).commit()
+        tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).commit()
+        tx.commitTransaction()
         t.refresh()
         return int(t.currentSnapshot().snapshotId())
 
     def set_checkpoint(self, namespace: str, table: str, value: str) -> None:
-        self.set_property(namespace, table, CHECKPOINT_PROPERTY, value)
+        self.set_properties(namespace, table, {CHECKPOINT_PROPERTY: value})
 
     def set_property(self, namespace: str, table: str, key: str, value: str) -> None:
+        self.set_properties(namespace, table, {key: value})
+
+    def set_properties(self, namespace: str, table: str, values: Mapping[str, str]) -> None:
         t = self.load(namespace, table)
-        t.updateProperties().set(key, value).commit()
+        update = t.updateProperties()
+        for key, value in values.items():
+            update = update.set(key, value)
+        update.commit()
 
     def create_mirror(self, source_ns: str, source: str, ns: str, table: str,
-                      location: Optional[str], properties: Dict[str, str]) -> None:
+                      location: Optional[str], properties: Mapping[str, str]) -> None:
         """Create the mirror with the source's current schema, partition spec and sort order
-        (sorted by `_olake_id` when the source has none), and copy-on-write modes."""
+        (sorted by `_olake_id` when the source has none)."""
         src = self.load(source_ns, source)
         schema = src.schema()
-        order = src.sortOrder()
-        if order.isUnsorted():
-            order = self.jvm.org.apache.iceberg.SortOrder.builderFor(schema).asc("_olake_id").build()
         props = self.jvm.java.util.HashMap()
-        for k, v in {**COW_PROPERTIES, **properties}.items():
+        for k, v in properties.items():
             props.put(k, v)
         builder = (self.catalog.buildTable(self.ident(ns, table), schema)
-                   .withPartitionSpec(src.spec()).withSortOrder(order).withProperties(props))
+                   .withPartitionSpec(src.spec()).withSortOrder(self._wanted_order(src, schema))
+                   .withProperties(props))
         if location:
             builder = builder.withLocation(location)
         builder.create()
@@ -139,11 +178,83 @@ class IcebergTables:
     def drop(self, namespace: str, table: str) -> None:
         self.catalog.dropTable(self.ident(namespace, table), True)
 
+    def evolve_mirror(self, source_ns: str, source: str, ns: str, table: str) -> List[str]:
+        """Make the mirror follow the source: new columns (nested ones too) and allowed type
+        promotions, the partition spec (Iceberg partition evolution) and the sort order. Columns
+        only the mirror has are kept. Returns what changed; SchemaEvolutionError when the source
+        changed a type in a way Iceberg cannot promote."""
+        src, mirror = self.load(source_ns, source), self.load(ns, table)
+        changed = []
+        update = mirror.updateSchema().unionByNameWith(src.schema())
+        try:
+            wanted = update.apply()
+        except Exception as exc:  # noqa: BLE001 - IllegalArgumentException through py4j
+            raise SchemaEvolutionError(f"{source_ns}.{source}: the source's schema cannot be applied to the "
+                                       f"mirror: {java_message(exc)}") from None
+        if not wanted.sameSchema(mirror.schema()):
+            update.commit()
+            mirror.refresh()
+            changed.append("schema")
+        if self._spec_terms(src) != self._spec_terms(mirror):
+            self._follow_spec(src, mirror)
+            mirror.refresh()
+            changed.append("partition spec")
+        order = self._wanted_order(src, mirror.schema())
+        if self._order_terms(order, mirror.schema()) != self._order_terms(mirror.sortOrder(), mirror.schema()):
+            replace = mirror.replaceSortOrder()
+            null_order = self.jvm.org.apache.iceberg.NullOrder
+            for transform, column, direction, nulls in self._order_terms(order, mirror.schema()):
+                term = self._term(transform, column)
+                nulls_java = null_order.valueOf(nulls)
+                replace = replace.asc(term, nulls_java) if direction == "ASC" else replace.desc(term, nulls_java)
+            replace.commit()
+            changed.append("sort order")
+        return changed
+
+    def _wanted_order(self, src, schema):
+        order = src.sortOrder()
+        if order.isUnsorted():
+            order = self.jvm.org.apache.iceberg.SortOrder.builderFor(schema).asc("_olake_id").build()
+        return order
+
+    def _term(self, transform: str, column: str):
+        exprs = self.jvm.org.apache.iceberg.expressions.Expressions
+        name, _, arg = transform.partition("[")
+        if name == "identity":
+            return exprs.ref(column)
+        if name in ("bucket", "truncate"):
+            return getattr(exprs, name)(column, int(arg.rstrip("]")))
+        if name in ("year", "month", "day", "hour"):
+            return getattr(exprs, name)(column)
+        raise SchemaEvolutionError(f"partition or sort transform {transform!r} on {column!r} is not supported")
+
+    @staticmethod
+    def _spec_terms(t) -> List[Tuple[str, str]]:
+        schema = t.schema()
+        return sorted((str(f.transform().toString()), str(schema.findColumnName(f.sourceId())))
+                      for f in t.spec().fields() if str(f.transform().toString()) != "void")
+
+    def _follow_spec(self, src, mirror) -> None:
+        want = set(self._spec_terms(src))
+        schema = mirror.schema()
+        update = mirror.updateSpec()
+        have = set()
+        for f in mirror.spec().fields():
+            term = (str(f.transform().toString()), str(schema.findColumnName(f.sourceId())))
+            if term[0] == "void":
+                continue
+            have.add(term)
+            if term not in want:
+                update = update.removeField(f.name())
+        for transform, column in sorted(want - have):
+            update = update.addField(self._term(transform, column))
+        update.commit()
+
+    @staticmethod
+    def _order_terms(order, schema) -> List[Tuple[str, str, str, str]]:
+        return [(str(f.transform().toString()), str(schema.findColumnName(f.sourceId())),
+                 str(f.direction().name()), str(f.nullOrder().name())) for f in order.fields()]
+
     def spec_string(self, namespace: str, table: str) -> str:
         """Partition spec as 'transform(column)' terms, comparable across tables."""
-        t = self.load(namespace, table)
-        schema = t.schema()
-        terms = []
-        for f in t.spec().fields():
-            terms.append(f"{f.transform().toString()}({schema.findColumnName(f.sourceId())})")
-        return ",".join(terms)
+        return ",".join(f"{transform}({column})" for transform, column in self._spec_terms(self.load(namespace, table)))

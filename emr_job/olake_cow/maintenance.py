@@ -1,18 +1,22 @@
 """Table maintenance after a run's merges: snapshot expiry with safety clamps, manifest rewrite,
 small-file compaction and orphan-file removal, all through Iceberg's Spark procedures.
 
-The safety rule is pure (`source_cutoff`): source snapshots are expired only up to the newest
-boundary the mirror has merged. Change sets not yet merged live in the snapshots after it, so
-they are never expired, whatever retention is asked for.
+The safety rule is pure (`source_cutoff`): source snapshots are expired only up to the oldest one
+the mirror still needs, as its change source says (truncate mode: the newest merged boundary,
+since unmerged change sets live in the snapshots after it; readonly mode: the snapshot the mirror
+holds, which the next run reads from and --verify compares with), whatever retention is asked for.
 """
-from dataclasses import dataclass, field
+import time
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .checkpoint import Marker
-from .errors import ConfigError
+from .errors import ConfigError, OlakeCowError
 from .identifiers import qualified, quote, sql_string
-from .snapshots import TableState
+from .snapshots import Snapshot, TableState
+
+if TYPE_CHECKING:
+    from .changesource import ChangeSource
 
 HOUR_MS = 3600 * 1000
 
@@ -64,9 +68,10 @@ class MaintenanceOptions:
         return args
 
 
+SOURCE_EXPIRY_FLAG = "--expire-source-older-than"
 # option -> job flag; the trigger's payload uses the option names as keys.
 _FLAGS = {
-    "expire_source_hours": "--expire-source-older-than",
+    "expire_source_hours": SOURCE_EXPIRY_FLAG,
     "expire_mirror_hours": "--expire-mirror-older-than",
     "rewrite_manifests": "--rewrite-manifests",
     "compact_files": "--compact-files",
@@ -110,20 +115,17 @@ class MaintenanceResult:
     notes: List[str] = field(default_factory=list)
 
 
-def source_cutoff(now_ms: int, retention_h: float, source: TableState,
-                  checkpoint: Optional[Marker]) -> Tuple[Optional[int], Optional[str]]:
-    """(expire source snapshots older than this epoch-ms, or None to skip; a note for the summary)."""
-    if checkpoint is None or checkpoint.source_uuid != source.uuid:
-        return None, "source expiry skipped: the mirror holds no change set of this source yet"
-    boundary = source.snapshot(checkpoint.boundary_id)
-    if boundary is None:
-        return None, "source expiry skipped: the last merged boundary is not in the source's metadata"
+def source_cutoff(now_ms: int, retention_h: float, floor: Optional[Snapshot]) -> Tuple[Optional[int], Optional[str]]:
+    """(expire source snapshots older than this epoch-ms, or None to skip; a note for the summary).
+    `floor`: the oldest source snapshot the mirror still needs (None: the mirror holds nothing yet)."""
+    if floor is None:
+        return None, "source expiry skipped: the mirror holds no snapshot of this source yet"
     wanted = now_ms - int(retention_h * HOUR_MS)
-    if wanted > boundary.timestamp_ms:
-        age_h = (now_ms - boundary.timestamp_ms) / HOUR_MS
-        return boundary.timestamp_ms, (
-            f"source retention {retention_h:g} h clamped to {age_h:.2f} h: snapshots from the last merged "
-            f"boundary ({boundary.snapshot_id}) on are kept so unmerged change sets stay readable")
+    if wanted > floor.timestamp_ms:
+        age_h = (now_ms - floor.timestamp_ms) / HOUR_MS
+        return floor.timestamp_ms, (
+            f"source retention {retention_h:g} h clamped to {age_h:.2f} h: snapshots from {floor.snapshot_id} on "
+            "are kept, because the mirror still needs them")
     return wanted, None
 
 
@@ -181,3 +183,40 @@ class Maintainer:
                                                   "older_than": _timestamp(older_than_ms),
                                                   "dry_run": "true" if dry_run else "false"})
         out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
+
+
+def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_ns: str, mirror_name: str,
+             m: MaintenanceOptions, changes: "ChangeSource", source: TableState, mirror: TableState,
+             say: Callable[..., None]) -> Dict[str, Any]:
+    """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
+    out, worker = MaintenanceResult(), Maintainer(session, catalog)
+    now_ms = int(time.time() * 1000)
+    if m.expire_source_hours is not None:
+        cutoff, note = source_cutoff(now_ms, m.expire_source_hours, changes.expiry_floor(source, mirror))
+        if note:
+            out.notes.append(note)
+            say("%s", note)
+        if cutoff is not None:
+            worker.expire(src_ns, source_name, cutoff, out)
+    if mirror.exists:
+        if m.compact_files:
+            worker.compact(cow_ns, mirror_name, out)
+        if m.rewrite_manifests:
+            worker.rewrite_manifests(cow_ns, mirror_name, out)
+        if m.expire_mirror_hours is not None:
+            worker.expire(cow_ns, mirror_name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
+        after = tables.state(cow_ns, mirror_name)
+        snap = after.snapshot(after.current_id)
+        if snap is not None and snap.delete_file_count:
+            raise OlakeCowError(f"{cow_ns}.{mirror_name}: maintenance left delete files in the mirror")
+    if m.remove_orphans_hours is not None:
+        older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
+        if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
+            worker.orphans(src_ns, source_name, older, m.orphans_dry_run, out)
+        if mirror.exists:
+            worker.orphans(cow_ns, mirror_name, older, m.orphans_dry_run, out)
+    say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) rewritten, "
+        "%d file(s) compacted, %d orphan file(s)%s", out.snapshots_expired, out.files_removed, out.bytes_removed,
+        out.manifests_rewritten, out.files_compacted, len(out.orphan_files),
+        " (dry run: listed, not removed)" if m.orphans_dry_run else "")
+    return asdict(out)

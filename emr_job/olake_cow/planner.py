@@ -1,45 +1,56 @@
-"""The compaction planner: a pure function from (source state, mirror state) to the next step.
+"""The planner: a pure function from (source state, mirror state, source mode) to the next step.
 
-The job runs a loop: read both tables' metadata, ask `plan_next`, carry the step out, repeat.
-Each step leaves the tables in a state from which `plan_next` again chooses correctly, which is
-what makes a rerun after a crash at any point finish the work.
+The job runs a loop per table: read both tables' metadata, ask `plan_next`, carry the step out,
+repeat. Each step leaves the tables in a state from which `plan_next` again chooses correctly,
+which is what makes a rerun after a crash at any point finish the work. A run fixes its target
+(the source's current snapshot when it starts) and stops there: later commits are the next run's.
 
-Source history, oldest first:  s1 s2 s3 T1 s4 s5 T2 s6
-  T* are boundaries (truncates made by the compactor). The parent of a boundary holds exactly one
-  change set: everything written since the previous boundary. The mirror's checkpoint names the
-  newest boundary whose change set it holds. Boundaries after it are merged in order; changes
-  after the last boundary (s6) are closed by a new truncate first.
+How a change set is found depends on the source mode; each mode's rules live in their own module
+behind `ChangeSource` (changesource.py): `boundaries.py` (truncate) and `history.py` (readonly).
 """
 from dataclasses import dataclass
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional, Union
 
-from .checkpoint import Marker, find_checkpoint, staged_for
-from .snapshots import Snapshot, TableState, ancestors
+from .checkpoint import Marker
+from .modes import SourceMode
+from .snapshots import TableState
 
 
 @dataclass(frozen=True)
 class Merge:
-    """Merge the change set held by `change_id` (the parent of `boundary_id`) into the mirror.
-    `rebuild`: replace the mirror's whole content instead (first build, or a new source table)."""
+    """Bring the mirror to `target` (the marker its checkpoint will hold).
 
-    boundary_id: int
-    change_id: Optional[int]
+    `read_id`: the source snapshot whose rows are read (truncate: the boundary's parent, which
+    holds exactly one change set; readonly: the target). `since`: readonly incremental merges read
+    what changed after this checkpoint. `rebuild`: replace the mirror's whole content instead
+    (first build, a recreated source, or a readonly source whose history cannot give the change)."""
+
+    target: Marker
+    read_id: Optional[int]
     rebuild: bool
+    since: Optional[Marker] = None
+    reason: str = ""
 
 
 @dataclass(frozen=True)
 class Publish:
-    """Audit and fast-forward a staged merge left by an earlier run."""
+    """Audit and publish a staged merge left by an earlier run (`merge` says what it holds)."""
 
     staged_id: int
-    boundary_id: int
-    change_id: Optional[int]
-    rebuild: bool
+    merge: Merge
 
 
 @dataclass(frozen=True)
 class Truncate:
-    """Close the open change set by truncating the source (creates a new boundary)."""
+    """Truncate mode: close the open change set by truncating the source (a new boundary)."""
+
+
+@dataclass(frozen=True)
+class Advance:
+    """Readonly mode: the source only rewrote files since the checkpoint (content unchanged):
+    move the checkpoint to `target` without touching the mirror's data."""
+
+    target: Marker
 
 
 @dataclass(frozen=True)
@@ -54,95 +65,30 @@ class Blocked:
     reason: str
 
 
-Step = Union[Merge, Publish, Truncate, Done, Blocked]
+Step = Union[Merge, Publish, Truncate, Advance, Done, Blocked]
+
+UP_TO_DATE = "up to date"
+NO_SNAPSHOTS = "the source table has no snapshots yet"
+LEFT_FOR_NEXT_RUN = "changes committed after this run started are left for the next run"
 
 
-@dataclass(frozen=True)
-class _Position:
-    pending: Tuple[Snapshot, ...]
-    rebuild: bool
-    open_changes: bool
-    checkpoint: Optional[Marker]
+def plan_next(source: TableState, mirror: TableState, mode: SourceMode, target_id: Optional[int] = None,
+              may_close: bool = True) -> Step:
+    """`target_id`: the source snapshot this run stops at (default: the current one). `may_close`:
+    truncate mode may still close a change set in this run (at most one per run)."""
+    from .changesource import for_mode
+
+    return for_mode(mode).plan(source, mirror, target_id, may_close)
 
 
-def _position(source: TableState, mirror: TableState) -> Union[_Position, Blocked]:
-    chain, complete = ancestors(source)
-    checkpoint = find_checkpoint(mirror)
-    if checkpoint is not None and checkpoint.source_uuid != source.uuid:
-        checkpoint = None  # the source was dropped and recreated: rebuild from the new table
-    ids = [s.snapshot_id for s in chain]
-    if checkpoint is not None:
-        if checkpoint.boundary_id in ids:
-            start = ids.index(checkpoint.boundary_id) + 1
-        elif chain and chain[0].parent_id == checkpoint.boundary_id:
-            start = 0  # the checkpoint itself was expired; everything after it is intact
-        else:
-            return Blocked(
-                f"the mirror's checkpoint (source boundary snapshot {checkpoint.boundary_id}) is not "
-                "in the source's current history: the source was rolled back or its snapshots were "
-                "expired past the checkpoint; rebuild the mirror by dropping it")
-        rebuild = False
-    else:
-        if not complete and any(s.is_boundary for s in chain):
-            return Blocked(
-                "the mirror has no checkpoint for this source table and the source's history before "
-                f"snapshot {chain[0].snapshot_id} was expired, so earlier change sets are gone; "
-                "the mirror cannot be rebuilt from the source")
-        start = 0
-        rebuild = True
-    rest = chain[start:]
-    pending = tuple(s for s in rest if s.is_boundary)
-    after_last = rest[rest.index(pending[-1]) + 1:] if pending else rest
-    by_id = source.by_id()
-    for b in pending:
-        if b.parent_id is not None and b.parent_id not in by_id:
-            return Blocked(f"the change set of boundary {b.snapshot_id} (snapshot {b.parent_id}) "
-                           "was expired before it was merged")
-    open_changes = any(s.adds_files for s in after_last)
-    return _Position(pending, rebuild, open_changes, checkpoint)
-
-
-def plan_next(source: TableState, mirror: TableState) -> Step:
-    if not source.exists:
-        return Blocked("the source table does not exist")
-    pos = _position(source, mirror)
-    if isinstance(pos, Blocked):
-        return pos
-    if pos.pending:
-        b = pos.pending[0]
-        marker = Marker(str(source.uuid), b.snapshot_id)
-        for staged in staged_for(mirror, marker):
-            if staged.parent_id == mirror.current_id:
-                return Publish(staged.snapshot_id, b.snapshot_id, b.parent_id, pos.rebuild)
-        return Merge(b.snapshot_id, b.parent_id, pos.rebuild)
-    if pos.open_changes:
-        return Truncate()
-    if source.current_id is None:
-        return Done("the source table has no snapshots yet")
-    return Done("up to date")
-
-
-def plan_run(source: TableState, mirror: TableState) -> List[str]:
+def plan_run(source: TableState, mirror: TableState, mode: SourceMode) -> List[str]:
     """Human-readable list of what a run would do, for --dry-run."""
-    if not source.exists:
-        return ["blocked: the source table does not exist"]
-    pos = _position(source, mirror)
-    if isinstance(pos, Blocked):
-        return [f"blocked: {pos.reason}"]
-    lines = []
-    first = plan_next(source, mirror)
-    rebuild = pos.rebuild
-    for i, b in enumerate(pos.pending):
-        verb = "rebuild the mirror from" if rebuild else "merge"
-        if i == 0 and isinstance(first, Publish):
-            lines.append(f"publish staged mirror snapshot {first.staged_id} "
-                         f"(boundary {b.snapshot_id}) after audit")
-        else:
-            lines.append(f"{verb} change set of boundary {b.snapshot_id} (source snapshot {b.parent_id})")
-        rebuild = False
-    if pos.open_changes:
-        lines.append("truncate the source to close the open change set (new boundary)")
-        lines.append(("rebuild the mirror from" if rebuild else "merge") + " that change set")
-    if not lines:
-        lines.append(first.reason if isinstance(first, Done) else "nothing to do")
-    return lines
+    from .changesource import for_mode
+
+    return for_mode(mode).describe(source, mirror)
+
+
+def has_work(step: Step) -> bool:
+    """Whether a run would change anything for this table (the trigger's idle check). Moving the
+    checkpoint past the source's own file rewrites is not worth a run by itself."""
+    return not isinstance(step, (Done, Advance))

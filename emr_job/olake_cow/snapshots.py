@@ -1,9 +1,44 @@
 """Small immutable records of Iceberg table metadata, and lineage helpers over them."""
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-# Summary key the compactor sets on the source truncate that closes a change set.
+# Summary key the job sets on the source truncate that closes a change set (truncate mode only).
 BOUNDARY_KEY = "olake-cow.boundary"
+
+
+class Operation(str, Enum):
+    """Iceberg snapshot operations (the `operation` summary key)."""
+
+    APPEND = "append"
+    REPLACE = "replace"  # files rewritten, table content unchanged
+    OVERWRITE = "overwrite"
+    DELETE = "delete"
+
+
+class Summary:
+    """Snapshot-summary keys the job reads."""
+
+    ADDED_DATA_FILES = "added-data-files"
+    DELETED_DATA_FILES = "deleted-data-files"
+    ADDED_DELETE_FILES = "added-delete-files"
+    REMOVED_DELETE_FILES = "removed-delete-files"
+    ADDED_EQ_DELETE_FILES = "added-equality-delete-files"
+    ADDED_POS_DELETE_FILES = "added-position-delete-files"
+    ADDED_DVS = "added-dvs"
+    ADDED_RECORDS = "added-records"
+    DELETED_RECORDS = "deleted-records"
+    ADDED_FILES_SIZE = "added-files-size"
+    REMOVED_FILES_SIZE = "removed-files-size"
+    TOTAL_RECORDS = "total-records"
+    TOTAL_DATA_FILES = "total-data-files"
+    TOTAL_DELETE_FILES = "total-delete-files"
+    TOTAL_FILES_SIZE = "total-files-size"
+    TOTAL_EQ_DELETES = "total-equality-deletes"
+    TOTAL_POS_DELETES = "total-position-deletes"
+    ADDED_POS_DELETES = "added-position-deletes"
+    WAP_ID = "wap.id"
+    PUBLISHED_WAP_ID = "published-wap-id"
 
 
 @dataclass(frozen=True)
@@ -13,6 +48,7 @@ class Snapshot:
     timestamp_ms: int
     operation: str
     summary: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+    sequence_number: Optional[int] = None  # None in format-version 1 tables
 
     def summary_int(self, key: str, default: int = 0) -> int:
         try:
@@ -26,12 +62,27 @@ class Snapshot:
 
     @property
     def adds_files(self) -> bool:
-        return (self.summary_int("added-data-files") > 0
-                or self.summary_int("added-delete-files") > 0)
+        return (self.summary_int(Summary.ADDED_DATA_FILES) > 0
+                or self.summary_int(Summary.ADDED_DELETE_FILES) > 0)
+
+    @property
+    def changes_files(self) -> bool:
+        """Adds or removes any data or delete file (a schema-only or empty commit does neither)."""
+        return self.adds_files or self.removes_data_files or self.summary_int(Summary.REMOVED_DELETE_FILES) > 0
+
+    @property
+    def removes_data_files(self) -> bool:
+        return self.summary_int(Summary.DELETED_DATA_FILES) > 0
+
+    @property
+    def changes_content(self) -> bool:
+        """Whether the snapshot can change what the table holds. A `replace` (another tool's
+        rewrite_data_files, rewrite_manifests, delete-file rewrites) never does, by Iceberg's spec."""
+        return self.changes_files and self.operation != Operation.REPLACE.value
 
     @property
     def delete_file_count(self) -> int:
-        return self.summary_int("total-delete-files")
+        return self.summary_int(Summary.TOTAL_DELETE_FILES)
 
 
 @dataclass(frozen=True)
@@ -45,6 +96,7 @@ class TableState:
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     metadata_location: Optional[str] = None
     key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
+    format_version: int = 2
 
     def by_id(self) -> Dict[int, Snapshot]:
         return {s.snapshot_id: s for s in self.snapshots}
@@ -58,13 +110,13 @@ class TableState:
 MISSING = TableState(exists=False)
 
 
-def ancestors(state: TableState) -> Tuple[List[Snapshot], bool]:
-    """The current snapshot's ancestry, oldest first, and whether it reaches the table's first
-    snapshot (False when older snapshots were expired)."""
+def ancestors(state: TableState, head: Optional[int] = None) -> Tuple[List[Snapshot], bool]:
+    """The ancestry of `head` (default: the current snapshot), oldest first, and whether it
+    reaches the table's first snapshot (False when older snapshots were expired)."""
     by_id = state.by_id()
     chain: List[Snapshot] = []
     seen = set()
-    cur = state.current_id
+    cur = state.current_id if head is None else head
     while cur is not None and cur in by_id and cur not in seen:
         seen.add(cur)
         snap = by_id[cur]
@@ -84,12 +136,14 @@ def snapshots_from_metadata(meta: Mapping[str, Any]) -> Tuple[Snapshot, ...]:
     out = []
     for s in meta.get("snapshots") or ():
         summary = dict(s.get("summary") or {})
+        seq = s.get("sequence-number")
         out.append(Snapshot(
             snapshot_id=int(s["snapshot-id"]),
             parent_id=int(s["parent-snapshot-id"]) if s.get("parent-snapshot-id") is not None else None,
             timestamp_ms=int(s.get("timestamp-ms") or 0),
             operation=str(summary.get("operation") or ""),
             summary=summary,
+            sequence_number=int(seq) if seq is not None else None,
         ))
     return tuple(out)
 
@@ -115,6 +169,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         properties=dict(meta.get("properties") or {}),
         metadata_location=metadata_location,
         key_field_id=_key_field_id(meta),
+        format_version=int(meta.get("format-version") or 1),
     )
 
 

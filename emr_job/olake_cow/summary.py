@@ -1,35 +1,57 @@
-"""The run summary: per-table results, written as JSON to a local path or S3."""
+"""The run summary: per-table results, written as JSON to a local path or S3. The trigger Lambda
+reads it back for its metrics, with the same status names."""
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any, Dict, List, Optional
 
-STATUS_OK = ("merged", "up_to_date", "dry_run", "maintained")
+
+class TableStatus(str, Enum):
+    PENDING = "pending"
+    MERGED = "merged"  # the mirror moved to a newer source snapshot
+    UP_TO_DATE = "up_to_date"  # nothing to merge
+    DRY_RUN = "dry_run"
+    MAINTAINED = "maintained"  # --maintenance-only
+    FAILED = "failed"
+    VERIFY_FAILED = "verify_failed"  # --verify found differences
+
+
+class RunStatus(str, Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+OK_STATUSES = (TableStatus.MERGED, TableStatus.UP_TO_DATE, TableStatus.DRY_RUN, TableStatus.MAINTAINED)
 
 
 @dataclass
 class TableResult:
     table: str
     mirror: str
-    status: str = "pending"  # merged | up_to_date | dry_run | failed
-    boundaries_merged: int = 0
+    status: TableStatus = TableStatus.PENDING
+    source_mode: Optional[str] = None  # readonly | truncate
+    mirror_format: Optional[str] = None  # cow | dv
+    merges: int = 0  # change sets merged and published by this run
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
     files_written: int = 0
     bytes_written: int = 0
-    files_read: int = 0  # change-set files of the source + mirror files the merge rewrote
+    files_read: int = 0  # source files read for the change sets + mirror files the merges rewrote
     bytes_read: int = 0
     files_rewritten: int = 0  # mirror files replaced by the merges (what copy-on-write costs)
     duration_s: float = 0.0
     timings_s: Dict[str, float] = field(default_factory=lambda: {
         "planning": 0.0, "reading_changes": 0.0, "merging": 0.0, "committing": 0.0})
-    truncated: int = 0
-    checkpoint: Optional[int] = None
+    truncated: int = 0  # truncate mode: change sets closed by this run
+    target: Optional[int] = None  # readonly: the source snapshot this run stopped at
+    checkpoint: Optional[int] = None  # the source snapshot (truncate: boundary) the mirror holds
     last_change_ms: Optional[int] = None  # commit time of the newest source change in the mirror
     plan: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     maintenance: Optional[Dict[str, Any]] = None  # see maintenance.MaintenanceResult
+    verify: Optional[Dict[str, Any]] = None  # see verify.VerifyResult
     error: Optional[str] = None
 
     @property
@@ -38,13 +60,14 @@ class TableResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in STATUS_OK
+        return self.status in OK_STATUSES
 
     def add_time(self, phase: str, seconds: float) -> None:
         self.timings_s[phase] = round(self.timings_s.get(phase, 0.0) + seconds, 3)
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
+        d["status"] = self.status.value
         d["rows_upserted"] = self.rows_upserted
         return d
 

@@ -4,27 +4,29 @@ Accepted:
 - S3 "Object Created" (via EventBridge) for `<warehouse>/<namespace>[.db]/<table>[-<uuid>]/metadata/*.metadata.json`
 - EMR Serverless "Job Run State Change" (via EventBridge)
 - a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false,
-  "maintenance": {...}}`, bare or as the `detail` of an EventBridge "Scheduled Event"
+  "maintenance": {...}, "source_mode": "readonly"}`, bare or as the `detail` of an EventBridge "Scheduled Event"
 - the debounce timer this Lambda sets: `{"trigger": "debounce", "namespace": "..."}`
-- direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false, "maintenance": {...}}`
+- direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false, "maintenance": {...},
+  "source_mode": "readonly", "verify": false}`
   ("maintenance": the job's maintenance options by name, e.g. `{"expire_source_hours": 24, "compact_files": true}`)
 """
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
 from olake_cow.errors import OlakeCowError
 from olake_cow.identifiers import validate_name
-from olake_cow.maintenance import options_from_payload
+from olake_cow.maintenance import SOURCE_EXPIRY_FLAG, options_from_payload
+from olake_cow.modes import SourceMode, parse_mode
 
 from .settings import Settings
 
 TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 # Some catalogs suffix table folders with a UUID: <table>-<uuid>.
 _TABLE_DIR = re.compile(r"^(?P<table>.+?)(-[0-9a-f]{32}|-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})?$")
-_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance"}
-_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "maintenance"}
+_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance", "source_mode", "verify"}
+_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "maintenance", "source_mode"}
 
 
 class EventError(OlakeCowError):
@@ -57,6 +59,8 @@ class RunRequest:
     force: bool = False
     dry_run: bool = False
     maintenance: Tuple[str, ...] = ()  # the job's maintenance flags
+    source_mode: Optional[str] = None  # --source-mode for the job (None: the deployment's setting)
+    verify: bool = False  # --verify (a full scan of source and mirror)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,18 @@ Event = Union[Commit, Ignored, RunRequest, JobStateChange]
 
 
 def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
+    ev = _classify(event, settings, warehouse, request_id)
+    if isinstance(ev, RunRequest) and settings.source_mode == SourceMode.READONLY and ev.maintenance:
+        # A readonly deployment has no write access to OLake's tables: source expiry is left out.
+        flags = list(ev.maintenance)
+        if SOURCE_EXPIRY_FLAG in flags:
+            i = flags.index(SOURCE_EXPIRY_FLAG)
+            del flags[i:i + 2]
+            ev = replace(ev, maintenance=tuple(flags))
+    return ev
+
+
+def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
     """`warehouse`: where table folders live (the config's warehouse), for mapping S3 keys."""
     if not isinstance(event, Mapping):
         raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
@@ -169,20 +185,30 @@ def _schedule(payload: Mapping[str, Any], request_id: str) -> RunRequest:
         raise EventError(f"schedule input 'tables' names namespace(s) not in 'namespaces': {sorted(extra)}")
     targets = tuple((ns, _tables(tables.get(ns))) for ns in dict.fromkeys(names))
     return RunRequest("schedule", targets, window=str(payload.get("window") or request_id),
-                      force=_flag(payload, "force"), maintenance=_maintenance(payload))
+                      force=_flag(payload, "force"), maintenance=_maintenance(payload),
+                      source_mode=_source_mode(payload))
 
 
 def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     unknown = set(payload) - _DIRECT_KEYS
     if unknown:
         raise EventError(f"direct invocation has unknown key(s): {', '.join(sorted(unknown))}; "
-                         "expected namespace, tables, dry_run, force, maintenance")
+                         "expected namespace, tables, dry_run, force, maintenance, source_mode, verify")
     if "namespace" not in payload:
         raise EventError("direct invocation needs 'namespace'")
     ns = _name("namespace", payload.get("namespace"))
     return RunRequest("direct", ((ns, _tables(payload.get("tables"))),), window=request_id,
                       force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"),
-                      maintenance=_maintenance(payload))
+                      maintenance=_maintenance(payload), source_mode=_source_mode(payload),
+                      verify=_flag(payload, "verify"))
+
+
+def _source_mode(payload: Mapping[str, Any]) -> Optional[str]:
+    try:
+        mode = parse_mode(payload.get("source_mode"), "'source_mode'")
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
+    return mode.value if mode else None
 
 
 def _maintenance(payload: Mapping[str, Any]) -> Tuple[str, ...]:

@@ -13,6 +13,8 @@ from botocore.exceptions import ClientError
 
 from olake_cow import planner
 from olake_cow.config import DestinationConfig
+from olake_cow.errors import SourceModeError
+from olake_cow.modes import SourceMode, resolve_mode
 from olake_cow.snapshots import MISSING, TableState, state_from_metadata
 
 
@@ -32,8 +34,9 @@ def is_compactor_commit(meta: Dict[str, Any]) -> bool:
 
 
 class GlueFreshness:
-    def __init__(self, glue, s3, cfg: DestinationConfig, cow_suffix: str):
+    def __init__(self, glue, s3, cfg: DestinationConfig, cow_suffix: str, source_mode: Optional[SourceMode] = None):
         self.glue, self.s3, self.cfg, self.suffix = glue, s3, cfg, cow_suffix
+        self.source_mode = source_mode
         self.catalog_id = cfg.get("glue_catalog_id")
 
     def _ids(self) -> Dict[str, str]:
@@ -66,11 +69,17 @@ class GlueFreshness:
         for name in names:
             source = self._state(namespace, name)
             mirror = self._state(namespace + self.suffix, name + "_cow")
-            step = planner.plan_next(source, mirror)
-            if not isinstance(step, planner.Done):
+            try:
+                mode = resolve_mode(source, mirror, self.source_mode)
+            except SourceModeError:
+                work[name] = "source mode conflict"  # the run reports it
+                continue
+            step = planner.plan_next(source, mirror, mode)
+            if planner.has_work(step):
                 work[name] = type(step).__name__.lower()
         return sorted(work), work
 
 
-def freshness_for(cfg: DestinationConfig, glue, s3, cow_suffix: str) -> Optional[GlueFreshness]:
-    return GlueFreshness(glue, s3, cfg, cow_suffix) if cfg.catalog_type == "glue" else None
+def freshness_for(cfg: DestinationConfig, glue, s3, cow_suffix: str,
+                  source_mode: Optional[SourceMode] = None) -> Optional[GlueFreshness]:
+    return GlueFreshness(glue, s3, cfg, cow_suffix, source_mode) if cfg.catalog_type == "glue" else None

@@ -40,6 +40,8 @@ def job_arguments(settings: Settings, namespace: str, tables: Optional[Sequence[
         args += ["--tables", ",".join(sorted(tables))]
     if settings.region:
         args += ["--region", settings.region]
+    if settings.source_mode and "--source-mode" not in maintenance:
+        args += ["--source-mode", settings.source_mode.value]
     return args + list(maintenance)
 
 

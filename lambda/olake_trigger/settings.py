@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from olake_cow.errors import ConfigError
+from olake_cow.modes import SourceMode, parse_mode
 
 _S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
 
@@ -26,6 +27,7 @@ class Settings:
     job_timeout_min: int = 180
     lease_margin_min: int = 30
     delete_mode: str = "keep"
+    source_mode: Optional[SourceMode] = None  # None: each mirror keeps its own; new mirrors readonly
     parallelism: int = 4
     iceberg_jar: str = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
     extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
@@ -79,6 +81,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     delete_mode = env.get("DELETE_MODE", "keep").strip() or "keep"
     if delete_mode not in ("keep", "hard"):
         raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
+    source_mode = parse_mode(env.get("SOURCE_MODE", "").strip() or None, "SOURCE_MODE")
     suffix = env.get("COW_NAMESPACE_SUFFIX", "_cow").strip()
     if not suffix:
         raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")
@@ -91,6 +94,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         job_timeout_min=_int(env, "JOB_TIMEOUT_MINUTES", 180, 1),
         lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
         delete_mode=delete_mode,
+        source_mode=source_mode,
         parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
         extra_jars=env.get("JOB_EXTRA_JARS", ""),

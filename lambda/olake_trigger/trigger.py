@@ -96,9 +96,12 @@ class Trigger:
             return {"namespace": namespace, **self.start(namespace, (), ev.window, "debounce", cfg)}
         requested = tables if tables else None
         # Maintenance may be due when no source commit is: the idle check does not apply then.
+        flags = list(ev.maintenance) + (["--source-mode", ev.source_mode] if ev.source_mode else []) + (
+            ["--verify"] if ev.verify else [])
+        force = ev.force or bool(ev.maintenance) or ev.verify  # a verify is asked for its own sake
         return {"namespace": namespace, **self.start(namespace, requested, f"{ev.trigger}:{ev.window}",
-                                                     ev.trigger, cfg, force=ev.force or bool(ev.maintenance),
-                                                     dry_run=ev.dry_run, maintenance=ev.maintenance)}
+                                                     ev.trigger, cfg, force=force, dry_run=ev.dry_run,
+                                                     maintenance=flags)}
 
     # --- starting a job ---------------------------------------------------------------------
     def start(self, namespace: str, requested: Optional[Sequence[str]], window: str, trigger: str,
@@ -160,7 +163,7 @@ class Trigger:
 
     def _work(self, cfg: DestinationConfig, namespace: str, tables: Optional[Sequence[str]]):
         """Tables with work (list), or None when the catalog cannot be read from here."""
-        fresh = freshness_for(cfg, self.c.glue, self.c.s3, self.s.cow_suffix)
+        fresh = freshness_for(cfg, self.c.glue, self.c.s3, self.s.cow_suffix, self.s.source_mode)
         if fresh is None:
             return None
         try:

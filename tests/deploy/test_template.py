@@ -60,6 +60,16 @@ def _strings(value):
             yield from _strings(v)
 
 
+def _branches(value):
+    """Both branches of an Fn::If (what either setting of a condition grants); others as they are."""
+    if isinstance(value, dict) and "Fn::If" in value:
+        for branch in value["Fn::If"][1:]:
+            if branch != {"Ref": "AWS::NoValue"}:
+                yield from _branches(branch)
+    else:
+        yield value
+
+
 def statements(template):
     for name, res in template["Resources"].items():
         props = res.get("Properties", {})
@@ -70,8 +80,14 @@ def statements(template):
             docs = [props["PolicyDocument"]]
         for doc in docs:
             stmts = doc["Statement"]
-            for st in stmts if isinstance(stmts, list) else [stmts]:
-                yield name, st
+            for item in stmts if isinstance(stmts, list) else [stmts]:
+                for st in _branches(item):
+                    actions = list(_branches(st.get("Action")))
+                    if len(actions) > 1:  # Action: !If [cond, [...], [...]]
+                        for acts in actions:
+                            yield name, {**st, "Action": acts}
+                    else:
+                        yield name, st
 
 
 def _broad(resource: str) -> bool:
@@ -221,3 +237,33 @@ def test_the_periodic_schedule_input_is_a_valid_schedule_payload():
     ev = classify(json.loads(text), from_env(env), "s3://bkt/wh", "req")
     assert isinstance(ev, RunRequest) and [ns for ns, _ in ev.targets] == ["sales", "crm"]
     assert "--expire-source-older-than" in ev.maintenance and "--compact-files" in ev.maintenance
+
+
+def _resolve(value, conditions):
+    """The template value with each Fn::If decided by `conditions` (name -> bool)."""
+    if isinstance(value, dict):
+        if "Fn::If" in value:
+            name, yes, no = value["Fn::If"]
+            return _resolve(yes if conditions[name] else no, conditions)
+        return {k: _resolve(v, conditions) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, conditions) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("readonly", [True, False])
+def test_a_readonly_deployment_gives_the_job_no_write_access_to_olakes_tables(readonly):
+    role = load_template()["Resources"]["JobRole"]
+    doc = _resolve(role["Properties"]["Policies"][0]["PolicyDocument"],
+                   {"SourceReadOnly": readonly, "HasWarehousePrefix": True})
+    writes = [st for st in doc["Statement"] if {"s3:PutObject", "s3:DeleteObject"} & set(st["Action"])
+              and any("WarehouseBucket" in t for t in _strings(st["Resource"]))]
+    [write] = writes
+    resource = write["Resource"]["Fn::Sub"]
+    glue_source = [st for st in doc["Statement"] if st.get("Sid") == "GlueSourceTables"][0]
+    if readonly:
+        assert resource.endswith("/${WarehousePrefix}/*_cow/*_cow/*")
+        assert "glue:UpdateTable" not in glue_source["Action"]
+    else:
+        assert resource.endswith("/${WarehousePrefix}/*")
+        assert "glue:UpdateTable" in glue_source["Action"]

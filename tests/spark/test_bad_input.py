@@ -32,18 +32,18 @@ def assert_nothing_committed(lake, before):
     (json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "rest", "rest_catalog_url": "http://x",
                                                "iceberg_s3_path": "wh", "token": 5}}), "writer.token must be"),
 ])
-def test_malformed_destination_configs(hlake, tmp_path, capsys, content, why):
-    before = seeded(hlake)
+def test_malformed_destination_configs(rlake, tmp_path, capsys, content, why):
+    before = seeded(rlake)
     path = tmp_path / "dest.json"
     path.write_text(content)
     from olake_cow.cli import main
 
-    assert main(["--destination-details", str(path), "--source-namespace", hlake.ns, "--quiet"]) == 2
+    assert main(["--destination-details", str(path), "--source-namespace", rlake.ns, "--quiet"]) == 2
     assert why in capsys.readouterr().err
-    assert_nothing_committed(hlake, before)
+    assert_nothing_committed(rlake, before)
 
 
-def test_unreadable_config_file_is_named(hlake, tmp_path, capsys):
+def test_unreadable_config_file_is_named(rlake, tmp_path, capsys):
     from olake_cow.cli import main
 
     missing = os.path.join(str(tmp_path), "nope.json")
@@ -61,28 +61,28 @@ def test_unreadable_config_file_is_named(hlake, tmp_path, capsys):
     (["--target-file-size-mb", "0"], "--target-file-size-mb must be at least 1"),
     (["--spark-conf", "novalue"], "is not KEY=VALUE"),
 ])
-def test_bad_names_and_options(hlake, capsys, args, why):
-    before = seeded(hlake)
-    assert hlake.run(*args) == 2
+def test_bad_names_and_options(rlake, capsys, args, why):
+    before = seeded(rlake)
+    assert rlake.run(*args) == 2
     assert why in capsys.readouterr().err
-    assert_nothing_committed(hlake, before)
+    assert_nothing_committed(rlake, before)
 
 
-def test_cow_namespace_equal_to_source_is_refused(hlake, capsys):
-    before = seeded(hlake)
-    assert hlake.run("--cow-namespace", hlake.ns) == 2
+def test_cow_namespace_equal_to_source_is_refused(rlake, capsys):
+    before = seeded(rlake)
+    assert rlake.run("--cow-namespace", rlake.ns) == 2
     assert "--cow-namespace must differ" in capsys.readouterr().err
-    assert hlake.source("t").metadata_location == before
+    assert rlake.source("t").metadata_location == before
 
 
-def test_a_table_that_is_not_olake_is_refused_and_left_alone(hlake, capsys):
-    seeded(hlake)
-    hlake.writer.spark.sql(f"CREATE TABLE {hlake.catalog}.`{hlake.ns}`.plain (id bigint) USING iceberg")
-    hlake.writer.spark.sql(f"INSERT INTO {hlake.catalog}.`{hlake.ns}`.plain VALUES (1)")
-    before = hlake.tables.state(hlake.ns, "plain").metadata_location
-    assert hlake.run("--tables", "plain") == 1
+def test_a_table_that_is_not_olake_is_refused_and_left_alone(rlake, capsys):
+    seeded(rlake)
+    rlake.writer.spark.sql(f"CREATE TABLE {rlake.catalog}.`{rlake.ns}`.plain (id bigint) USING iceberg")
+    rlake.writer.spark.sql(f"INSERT INTO {rlake.catalog}.`{rlake.ns}`.plain VALUES (1)")
+    before = rlake.tables.state(rlake.ns, "plain").metadata_location
+    assert rlake.run("--tables", "plain") == 1
     assert "no _olake_id column" in capsys.readouterr().out
-    assert hlake.tables.state(hlake.ns, "plain").metadata_location == before
+    assert rlake.tables.state(rlake.ns, "plain").metadata_location == before
 
 
 @pytest.mark.parametrize("ns", ["we'ird ns", "back`tick", "dot.ted", "ünï-cödé", "x; DROP TABLE y"])

@@ -4,11 +4,13 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+from testkit.local import mirror_problems
 
-from olake_cow import compactor, iceberg
+from olake_cow import iceberg, merge, mirror_table
 from olake_cow.changes import ChangeStats
 
 pytestmark = [pytest.mark.spark]
@@ -46,12 +48,11 @@ def run_crashing(lake, monkeypatch, cls, name, when="after"):
 
 
 @pytest.mark.parametrize("where", [
-    ("after", iceberg.IcebergTables, "truncate"),
-    ("before", compactor.TableJob, "_write"),
-    ("after", compactor.TableJob, "_write"),
+    ("before", merge.MirrorWriter, "stage"),
+    ("after", merge.MirrorWriter, "stage"),
     ("after", iceberg.IcebergTables, "publish"),
-    ("after", iceberg.IcebergTables, "set_checkpoint"),
-])
+    ("after", mirror_table.MirrorTable, "prepare"),
+], ids=lambda w: f"{w[0]}-{w[2]}")
 def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
     when, cls, name = where
     setup(lake)
@@ -62,7 +63,18 @@ def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
     lake.assert_mirror_matches("t")
 
 
-def test_crash_between_truncate_and_merge_with_new_commits_in_between(lake, monkeypatch):
+def test_rerun_after_a_crash_after_the_truncate_merges_the_closed_change_set(tlake, monkeypatch):
+    lake = tlake
+    setup(lake)
+    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert lake.run() == 0  # and then it is idle
+    lake.assert_mirror_matches("t")
+
+
+def test_crash_between_truncate_and_merge_with_new_commits_in_between(tlake, monkeypatch):
+    lake = tlake
     setup(lake)
     run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 101}], pure_deletes=["4"])
@@ -74,7 +86,7 @@ def test_crash_between_truncate_and_merge_with_new_commits_in_between(lake, monk
 
 def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch):
     setup(lake)
-    run_crashing(lake, monkeypatch, compactor.TableJob, "_write")
+    run_crashing(lake, monkeypatch, merge.MirrorWriter, "stage")
     staged = [s for s in lake.mirror("t").snapshots if s.snapshot_id != lake.mirror("t").current_id
               and "wap.id" in s.summary]
     # a maintenance commit moves the mirror on: the staged merge can no longer be fast-forwarded
@@ -103,7 +115,7 @@ def test_a_merge_that_stages_nothing_is_refused(hlake, monkeypatch):
     """A write that commits nothing must not advance the checkpoint past its change set."""
     setup(hlake)
     before = hlake.mirror("t")
-    monkeypatch.setattr(compactor.TableJob, "_write", lambda self, *a, **kw: None)
+    monkeypatch.setattr(merge.MirrorWriter, "stage", lambda self, *a, **kw: None)
     assert hlake.run() == 1
     after = hlake.mirror("t")
     assert after.current_id == before.current_id
@@ -114,13 +126,13 @@ def test_a_merge_that_stages_nothing_is_refused(hlake, monkeypatch):
 
 
 @pytest.mark.slow
-def test_random_sigkills_during_runs_lose_nothing(lake):
+def test_random_sigkills_during_runs_lose_nothing(hlake):
     """The real command line in a subprocess, killed at random moments, then run to the end."""
+    lake = hlake
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(200)])
     rng = random.Random(int(os.environ.get("OLAKE_COW_SEED", "11")))
-    cmd = [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
-           "--source-namespace", lake.ns, "--quiet", "--spark-conf", "spark.sql.shuffle.partitions=2"]
+    cmd = command(lake)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(["emr_job", "."]))
     kills = 0
     for cycle in range(3):
@@ -140,47 +152,75 @@ def test_random_sigkills_during_runs_lose_nothing(lake):
     print(f"kills: {kills}")
 
 
-@pytest.mark.slow
-def test_writer_committing_during_runs(destinations, make_lake):
-    """OLake keeps committing while the job runs (JDBC catalog: safe across processes)."""
-    import threading
+def command(lake, *extra):
+    return [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
+            "--source-namespace", lake.ns, "--quiet", "--source-mode", lake.mode, "--spark-conf",
+            "spark.sql.shuffle.partitions=2", *extra]
 
-    lake = make_lake(destinations["jdbc"], "jdbc")
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(100)])
-    cmd = [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
-           "--source-namespace", lake.ns, "--quiet", "--spark-conf", "spark.sql.shuffle.partitions=2"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["emr_job", "."]))
-    stop = threading.Event()
-    commits = []
-    errors = []
 
-    def write():
+class Writer(threading.Thread):
+    """OLake committing a small batch about every half second until told to stop: it never stops
+    on its own, so a run that waits for a quiet source never ends."""
+
+    def __init__(self, lake, table="t", start=1000):
+        super().__init__(daemon=True)
+        self.lake, self.table, self.n = lake, table, start
+        self.stop, self.commits, self.errors = threading.Event(), 0, []
+
+    def run(self):
         rng = random.Random(5)
-        n = 1000
-        while not stop.is_set() and len(commits) < 40:
+        while not self.stop.is_set():
             try:
                 keys = rng.sample(range(100), 6)
-                lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": n + k} for k in keys[:3]]
-                                   + [{"_olake_id": str(n), "_op_type": "c", "v": n},
-                                      {"_olake_id": str(keys[3]), "_op_type": "d"}],
-                                   pure_deletes=[str(keys[4])])
-                commits.append(n)
-                n += 1
-            except Exception as exc:  # noqa: BLE001 - reported below
-                errors.append(repr(exc))
+                n = self.n
+                self.lake.writer.commit(self.table, [{"_olake_id": str(k), "_op_type": "u", "v": n + k}
+                                                     for k in keys[:3]]
+                                        + [{"_olake_id": str(n), "_op_type": "c", "v": n},
+                                           {"_olake_id": str(keys[3]), "_op_type": "d"}],
+                                        pure_deletes=[str(keys[4])])
+                self.commits += 1
+                self.n += 1
+            except Exception as exc:  # noqa: BLE001 - reported by the test
+                self.errors.append(repr(exc))
                 return
-            time.sleep(0.5)
+            self.stop.wait(0.5)
 
-    thread = threading.Thread(target=write)
-    thread.start()
+
+def held_source_snapshot(lake, table="t"):
+    """The source snapshot whose content the mirror holds (truncate mode: the boundary's parent)."""
+    from olake_cow.checkpoint import find_checkpoint
+
+    checkpoint = find_checkpoint(lake.mirror(table))
+    if lake.mode == "readonly":
+        return checkpoint.snapshot_id
+    return lake.source(table).snapshot(checkpoint.snapshot_id).parent_id
+
+
+@pytest.mark.slow
+def test_runs_end_while_the_writer_never_stops(lake):
+    """OLake keeps committing during every run: each run still exits (it merges what was committed
+    before it started), and the mirror equals the model at the source snapshot it holds."""
+    lake.writer.remember = True
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(100)])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(["emr_job", "."]))
+    writer = Writer(lake)
+    writer.start()
     try:
-        codes = [subprocess.run(cmd, env=env, capture_output=True).returncode for _ in range(2)]
+        for _ in range(2):
+            started = time.monotonic()
+            done = subprocess.run(command(lake), env=env, capture_output=True, timeout=240)
+            assert done.returncode == 0, done.stderr.decode()[-2000:]
+            held = held_source_snapshot(lake)
+            expected = lake.writer.expected_at("t", held)
+            assert expected is not None, f"the mirror holds source snapshot {held}, not one the writer made"
+            _, problems = mirror_problems(lake.writer.spark, lake.mirror_q("t"), lake.mirror("t"), expected)
+            assert not problems, "\n".join(problems)
+            print(f"run took {time.monotonic() - started:.1f} s with {writer.commits} commits so far")
     finally:
-        stop.set()
-        thread.join()
-    assert not errors, errors
-    assert codes == [0, 0]
-    assert subprocess.run(cmd, env=env, capture_output=True).returncode == 0
+        writer.stop.set()
+        writer.join()
+    assert not writer.errors, writer.errors
+    assert writer.commits >= 4
+    assert lake.run() == 0
     lake.assert_mirror_matches("t")
-    print(f"concurrent commits: {len(commits)}")

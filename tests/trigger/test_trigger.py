@@ -1,6 +1,7 @@
 """The trigger Lambda end to end against moto: outcomes are read back from moto's state (job
 runs, schedules, DynamoDB items) and from the EMF metrics printed on stdout."""
 import json
+import re
 
 import pytest
 from olake_trigger.events import EventError
@@ -175,6 +176,19 @@ def test_no_new_source_commit_starts_nothing(aws, capsys):
     assert aws.job_runs() == []
     assert metric(emf_points(capsys.readouterr().out), "Skipped", namespace="sales") == [1.0]
     assert "lease_until" not in aws.state_item("sales")  # the lease was given back
+
+
+@pytest.mark.parametrize("source_meta, status", [
+    ("ro_source_after_job", "skipped"),  # the mirror holds the current snapshot
+    ("ro_source_rewritten", "skipped"),  # only another tool's rewrite since: content unchanged
+    ("ro_source_new_commit", "started"),
+])
+def test_the_idle_check_reads_readonly_mirrors_with_the_jobs_planner(aws, source_meta, status):
+    aws.glue_table("sales", "orders", source_meta)
+    aws.glue_table("sales_cow", "orders_cow", "ro_mirror_after_job")
+    out = aws.invoke({"namespace": "sales"})
+    assert out["status"] == status, out
+    assert len(aws.job_runs()) == (status == "started")
 
 
 def test_only_tables_with_new_commits_are_compacted(aws):
@@ -353,3 +367,33 @@ def test_no_secret_value_in_logs_or_job_arguments(aws, capsys, caplog):
     for value in SECRETS.values():
         for where, text in texts.items():
             assert value not in text, f"secret leaked into {where}"
+
+
+def test_source_mode_and_verify_reach_the_job_from_a_payload_or_the_deployment(aws):
+    out = aws.invoke({"namespace": "sales", "source_mode": "truncate", "verify": True})
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert arg(run, "--source-mode") == "truncate" and "--verify" in args_of(run)
+    aws.apply_env(SOURCE_MODE="readonly")
+    out = aws.invoke({"trigger": "schedule", "namespaces": ["crm"], "window": "w9", "force": True})
+    crm = [r for r in aws.job_runs() if arg(r, "--source-mode") and r["jobRunId"] == out["job_run_id"]]
+    assert crm and arg(crm[0], "--source-mode") == "readonly" and "--verify" not in args_of(crm[0])
+
+
+@pytest.mark.parametrize("event, why", [
+    ({"namespace": "sales", "source_mode": "sometimes"}, "'source_mode' must be readonly or truncate"),
+    ({"trigger": "schedule", "namespaces": ["sales"], "verify": True}, "unknown key(s): verify"),
+])
+def test_bad_mode_or_keys_in_a_payload_are_named(aws, event, why):
+    with pytest.raises(EventError, match=re.escape(why)):
+        aws.invoke(event)
+    assert aws.job_runs() == []
+
+
+def test_a_readonly_deployment_leaves_source_expiry_out_of_maintenance(aws):
+    aws.apply_env(SOURCE_MODE="readonly")
+    out = aws.invoke({"namespace": "sales", "maintenance": {"expire_source_hours": 24, "expire_mirror_hours": 24}})
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert "--expire-source-older-than" not in args_of(run)
+    assert arg(run, "--expire-mirror-older-than") == "24" and arg(run, "--source-mode") == "readonly"

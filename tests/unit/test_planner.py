@@ -1,12 +1,27 @@
-"""The planner on literal snapshot lists: no JVM."""
+"""The truncate-mode planner (boundaries) on literal snapshot lists: no JVM."""
 import pytest
 
 from olake_cow.checkpoint import CHECKPOINT_PROPERTY, Marker
-from olake_cow.planner import Blocked, Done, Merge, Publish, Truncate, plan_next, plan_run
+from olake_cow.modes import SourceMode
+from olake_cow.planner import LEFT_FOR_NEXT_RUN, Blocked, Done, Merge, Publish, Truncate
+from olake_cow.planner import plan_next as _plan_next
+from olake_cow.planner import plan_run as _plan_run
 from olake_cow.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
 
 pytestmark = pytest.mark.unit
 UUID = "src-uuid"
+
+
+def plan_next(source, mirror, **kw):
+    return _plan_next(source, mirror, SourceMode.TRUNCATE, **kw)
+
+
+def plan_run(source, mirror):
+    return _plan_run(source, mirror, SourceMode.TRUNCATE)
+
+
+def merge(boundary, change, rebuild=False):
+    return Merge(Marker(UUID, boundary), change, rebuild)
 
 
 def snap(sid, parent, *, boundary=False, adds=True, ts=None, **summary):
@@ -38,7 +53,7 @@ def test_new_source_without_mirror_truncates_first():
 
 def test_after_truncate_without_mirror_rebuilds_from_the_boundary_parent():
     src = source(snap(1, None), snap(2, 1), snap(3, 2, boundary=True))
-    assert plan_next(src, MISSING) == Merge(3, 2, rebuild=True)
+    assert plan_next(src, MISSING) == merge(3, 2, True)
 
 
 def test_idle_source_plans_nothing():
@@ -54,7 +69,7 @@ def test_snapshots_that_add_no_files_do_not_open_a_change_set():
 def test_pending_boundaries_are_merged_oldest_first():
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True),
                  snap(5, 4), snap(6, 5, boundary=True))
-    assert plan_next(src, mirror(published(10, None, 2))) == Merge(4, 3, rebuild=False)
+    assert plan_next(src, mirror(published(10, None, 2))) == merge(4, 3, False)
     assert plan_run(src, mirror(published(10, None, 2))) == [
         "merge change set of boundary 4 (source snapshot 3)",
         "merge change set of boundary 6 (source snapshot 5)"]
@@ -69,7 +84,7 @@ def test_checkpoint_is_found_beyond_ten_snapshots():
     maint = [Snapshot(100 + i, 99 + i if i else 10, 100 + i, "replace", {}) for i in range(30)]
     m = mirror(published(10, None, 2), *maint)
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
-    assert plan_next(src, m) == Merge(4, 3, rebuild=False)
+    assert plan_next(src, m) == merge(4, 3, False)
 
 
 def test_checkpoint_survives_expiry_through_the_table_property():
@@ -89,7 +104,7 @@ def test_staged_merge_on_current_mirror_snapshot_is_published():
     staged = Snapshot(11, 10, 11, "overwrite", {"wap.id": Marker(UUID, 4).wap_id})
     m = mirror(published(10, None, 2), staged, current=10)
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
-    assert plan_next(src, m) == Publish(11, 4, 3, rebuild=False)
+    assert plan_next(src, m) == Publish(11, merge(4, 3))
 
 
 def test_staged_merge_that_cannot_fast_forward_is_redone_not_counted():
@@ -97,13 +112,13 @@ def test_staged_merge_that_cannot_fast_forward_is_redone_not_counted():
     rewrite = Snapshot(12, 10, 12, "replace", {})
     m = mirror(published(10, None, 2), staged, rewrite, current=12)
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
-    assert plan_next(src, m) == Merge(4, 3, rebuild=False)
+    assert plan_next(src, m) == merge(4, 3, False)
 
 
 def test_recreated_source_rebuilds_the_mirror():
     m = mirror(published(10, None, 2, uuid="old-uuid"))
     src = source(snap(1, None), snap(5, 1, boundary=True), uuid="new-uuid")
-    assert plan_next(src, m) == Merge(5, 1, rebuild=True)
+    assert plan_next(src, m) == Merge(Marker("new-uuid", 5), 1, True)
 
 
 def test_checkpoint_missing_from_source_history_blocks():
@@ -115,7 +130,7 @@ def test_checkpoint_missing_from_source_history_blocks():
 def test_expired_checkpoint_with_intact_history_after_it_continues():
     m = mirror(published(10, None, 4))
     src = source(snap(5, 4), snap(6, 5, boundary=True))
-    assert plan_next(src, m) == Merge(6, 5, rebuild=False)
+    assert plan_next(src, m) == merge(6, 5, False)
 
 
 def test_rebuild_is_blocked_when_early_change_sets_were_expired():
@@ -153,3 +168,10 @@ def test_key_field_id_comes_from_the_current_schema_in_the_metadata():
         {"schema-id": 1, "fields": [{"id": 3, "name": "_olake_id"}, {"id": 7, "name": "x"}]}]}
     assert state_from_metadata(meta).key_field_id == 3
     assert state_from_metadata({"schemas": [], "current-schema-id": 0}).key_field_id is None
+
+
+def test_a_run_closes_at_most_one_change_set():
+    """A source that never stops committing cannot keep a run busy."""
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2))
+    assert plan_next(src, mirror(published(10, None, 2)), may_close=True) == Truncate()
+    assert plan_next(src, mirror(published(10, None, 2)), may_close=False) == Done(LEFT_FOR_NEXT_RUN)

@@ -1,0 +1,241 @@
+"""Reads the change set of a Merge step from the source table (Spark adapter).
+
+Three readings, chosen by the change source (changesource.py):
+  rebuild              every row of one source snapshot (first build, recreated source, resync)
+  boundary_change_set  truncate mode: the snapshot before a boundary holds exactly one change set
+  history_change_set   readonly mode: what changed between two snapshots, interval by interval
+                       (history.py explains the rules; this module does the reading)
+"""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+
+from .changes import ACTION, KEY, PART, compose, escape_glob, latest_per_key, upsert_action
+from .errors import ResyncNeededError, UnsupportedDeleteError
+from .history import Interval
+from .iceberg import IcebergTables
+from .identifiers import quote
+from .scan_tasks import TaskSets
+from .snapshots import Snapshot, Summary, TableState
+
+DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+
+
+@dataclass
+class ChangeSet:
+    """A resolved change set: `frame` has one row per key and ACTION ('U' upsert, 'D' delete);
+    for a rebuild it holds the new mirror's rows, range-partitioned by key. `close()` frees what
+    reading it staged (call it after the write)."""
+
+    frame: Any
+    rebuild: bool
+    files_read: int = 0
+    bytes_read: int = 0
+    notes: List[str] = field(default_factory=list)
+    _cleanup: List[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fn in reversed(self._cleanup):
+            fn()
+        self._cleanup.clear()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    snapshot_id: int
+    seq: int
+    content: int
+    path: str
+    size: int
+    dv: bool
+    referenced: Optional[str]
+    equality_ids: Sequence[int]
+
+
+class ChangeReader:
+    def __init__(self, session, tables: IcebergTables, namespace: str, table: str, source_q: str,
+                 source: TableState, delete_mode: str) -> None:
+        self.session, self.tables = session, tables
+        self.namespace, self.table, self.source_q = namespace, table, source_q
+        self.source, self.delete_mode = source, delete_mode
+        self.key_field_id = source.key_field_id
+
+    # --- whole snapshots ----------------------------------------------------------------------
+    def _snapshot_rows(self, snapshot_id: Optional[int]):
+        if snapshot_id is None:
+            return self.session.sql(f"SELECT * FROM {self.source_q} LIMIT 0")
+        return self.session.sql(f"SELECT * FROM {self.source_q} VERSION AS OF {int(snapshot_id)}")
+
+    def _whole_snapshot_io(self, snapshot_id: Optional[int], cs: ChangeSet) -> None:
+        snap = self.source.snapshot(snapshot_id)
+        if snap is not None:
+            cs.files_read += snap.summary_int(Summary.TOTAL_DATA_FILES) + snap.summary_int(Summary.TOTAL_DELETE_FILES)
+            cs.bytes_read += snap.summary_int(Summary.TOTAL_FILES_SIZE)
+
+    def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ChangeSet:
+        """Every row of the snapshot, one per key, range-partitioned and sorted by key on the way
+        (the one shuffle serves the resolution and the mirror's sort order); not persisted: the
+        source is scanned once, by the write itself."""
+        latest = latest_per_key(self._snapshot_rows(snapshot_id), ranged=True)
+        cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
+                       notes=[note] if note and note != "first build" else [])
+        self._whole_snapshot_io(snapshot_id, cs)
+        return cs
+
+    def boundary_change_set(self, snapshot_id: Optional[int]) -> ChangeSet:
+        """Truncate mode: the change-set snapshot's rows, and the keys of its own equality-delete
+        files that have no visible row (the previous boundary removed every older delete file)."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        latest = latest_per_key(self._snapshot_rows(snapshot_id))
+        changes = latest.withColumn(ACTION, upsert_action(latest, self.delete_mode))
+        if snapshot_id is not None:
+            rows = self.session.sql(
+                f"SELECT file_path, equality_ids FROM {self.source_q}.{quote('delete_files')} "
+                f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
+            paths = [self._check_equality_delete(r["file_path"], r["equality_ids"]) for r in rows]
+            if paths:
+                keys = self._equality_keys(paths)
+                delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti").withColumn(ACTION, F.lit("D"))
+                changes = changes.unionByName(delete_only, allowMissingColumns=True)
+        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
+        cs = ChangeSet(changes, rebuild=False, _cleanup=[changes.unpersist])
+        self._whole_snapshot_io(snapshot_id, cs)
+        return cs
+
+    def _check_equality_delete(self, path: str, ids: Optional[Sequence[int]]) -> str:
+        if list(ids or []) != [self.key_field_id]:
+            raise UnsupportedDeleteError(
+                f"equality delete file {path} deletes by field ids {list(ids or [])}, not by _olake_id "
+                f"(field id {self.key_field_id}); only _olake_id deletes are supported")
+        return path
+
+    def _equality_keys(self, paths: Iterable[str]):
+        return self.session.read.parquet(*[escape_glob(p) for p in paths]).select(KEY).distinct()
+
+    # --- readonly: what changed between two snapshots -----------------------------------------
+    def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
+        """replace snapshot id -> data sequence number of the data files it wrote."""
+        out = {}
+        for snap in rewrites:
+            seq = self.tables.added_data_sequence(self.namespace, self.table, snap.snapshot_id)
+            if seq is not None:
+                out[snap.snapshot_id] = seq
+        return out
+
+    def history_change_set(self, intervals: Sequence[Interval]) -> ChangeSet:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        java_table = self.tables.load(self.namespace, self.table)
+        sets = TaskSets(self.session, java_table, self.source_q)
+        cs = ChangeSet(None, rebuild=False, _cleanup=[sets.close])
+        try:
+            row_parts, key_parts = [], []
+            for part, iv in enumerate(intervals):
+                rows, keys = self._interval(sets, iv, cs)
+                if rows is not None:
+                    row_parts.append(rows.withColumn(PART, F.lit(part)))
+                if keys:
+                    union = keys[0]
+                    for k in keys[1:]:
+                        union = union.unionByName(k)
+                    key_parts.append(union.distinct().withColumn(PART, F.lit(part)))
+            schema = self.session.table(self.source_q).schema
+            frame = compose(row_parts, key_parts, self.delete_mode, schema)
+            if frame is None:
+                frame = self.session.createDataFrame([], schema).withColumn(ACTION, F.lit("U"))
+            cs.frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            cs._cleanup.append(cs.frame.unpersist)
+            return cs
+        except BaseException:
+            cs.close()
+            raise
+
+    def _entries(self, iv: Interval) -> List[_Entry]:
+        """Data and delete files live at the interval's end and newer than its start."""
+        fields = set(self.session.table(f"{self.source_q}.{quote('entries')}").schema["data_file"]
+                     .dataType.fieldNames())
+        ref = "data_file.referenced_data_file" if "referenced_data_file" in fields else "CAST(NULL AS STRING)"
+        rows = self.session.sql(
+            f"SELECT snapshot_id, sequence_number, data_file.content AS content, data_file.file_path AS path, "
+            f"data_file.file_size_in_bytes AS size, data_file.file_format AS format, {ref} AS ref, "
+            f"data_file.equality_ids AS eq FROM {self.source_q}.{quote('entries')} VERSION AS OF {iv.end_id} "
+            f"WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
+        return [_Entry(int(r["snapshot_id"]), int(r["sequence_number"]), int(r["content"]), r["path"],
+                       int(r["size"] or 0), str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or ())
+                for r in rows]
+
+    def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet):
+        """(visible new rows or None, [DataFrames of deleted keys]) of one interval."""
+        entries = self._entries(iv)
+        fresh = [e.path for e in entries if e.content == DATA]
+        equality = [self._check_equality_delete(e.path, e.equality_ids) for e in entries
+                    if e.content == EQUALITY_DELETES]
+        positional = [e for e in entries if e.content == POSITION_DELETES]
+        cs.files_read += len(entries)
+        cs.bytes_read += sum(e.size for e in entries)
+        end_plan = sets.plan(iv.end_id) if fresh or positional else None
+        rows = sets.read(end_plan.pick(fresh)) if fresh and end_plan is not None else None
+        keys = []
+        if equality:
+            keys.append(self._equality_keys(equality))
+        if positional and end_plan is not None:
+            held = self._held_files_with_new_deletes(positional, set(fresh), end_plan)
+            if held:
+                keys.append(self._deleted_from_held(sets, iv, held, end_plan, cs))
+        for snapshot_id in iv.removing:
+            removed = self._deleted_by_removal(sets, iv, snapshot_id, cs)
+            if removed is not None:
+                keys.append(removed)
+        return rows, keys
+
+    def _held_files_with_new_deletes(self, positional: Sequence[_Entry], fresh: Set[str], end_plan) -> List[str]:
+        """Older data files (held by the mirror) that new position deletes or deletion vectors point at."""
+        refs = {e.referenced for e in positional if e.referenced}
+        unknown = [e.path for e in positional if not e.referenced and not e.dv]
+        if unknown:
+            frame = self.session.read.parquet(*[escape_glob(p) for p in unknown]).select("file_path").distinct()
+            refs |= {r["file_path"] for r in frame.collect()}
+        return sorted(p for p in refs if p not in fresh and p in end_plan)
+
+    def _deleted_from_held(self, sets: TaskSets, iv: Interval, held: List[str], end_plan, cs: ChangeSet):
+        """Keys whose rows in `held` files were visible at the interval's start and are not at its end."""
+        if iv.start_id is None:
+            raise ResyncNeededError("older source files got new deletes, and the snapshot the mirror holds "
+                                    "was expired, so what they showed before cannot be read")
+        start_plan = sets.plan(iv.start_id)
+        after, before = [], []
+        for path in held:
+            task = end_plan.task(path)
+            after.append(task)
+            if path in start_plan:
+                before.append(start_plan.task(path))
+            elif int(task.file().dataSequenceNumber()) == iv.start_seq:
+                # Written by a rewrite that started at the interval's start: it showed every row
+                # then, except what equality deletes (kept on both sides) remove.
+                before.append(sets.with_deletes(task, lambda d: str(d.content().toString()) == "EQUALITY_DELETES"))
+            else:
+                raise ResyncNeededError(f"data file {path} is older than the interval it changed in but was "
+                                        f"not in source snapshot {iv.start_id}")
+            cs.files_read += 2
+            cs.bytes_read += 2 * int(task.file().fileSizeInBytes())
+        shown_before = sets.read(before).select(KEY)
+        shown_after = sets.read(after).select(KEY)
+        return shown_before.join(shown_after, on=KEY, how="left_anti")
+
+    def _deleted_by_removal(self, sets: TaskSets, iv: Interval, snapshot_id: int, cs: ChangeSet):
+        """Keys of rows that older files removed by a content-changing commit showed just before it
+        (rows it kept were written again into new files, which are read as new rows)."""
+        snap = self.source.snapshot(snapshot_id)
+        removed = self.tables.removed_data_files(self.namespace, self.table, snapshot_id)
+        held = [path for path, seq in removed if seq <= iv.start_seq]
+        if not held:
+            return None
+        if snap is None or snap.parent_id is None or self.source.snapshot(snap.parent_id) is None:
+            raise ResyncNeededError(f"source snapshot {snapshot_id} removed older files, and the snapshot "
+                                    "before it was expired")
+        tasks = sets.plan(snap.parent_id).pick(held)
+        cs.files_read += len(tasks)
+        cs.bytes_read += sum(int(t.file().fileSizeInBytes()) for t in tasks)
+        return sets.read(tasks).select(KEY)

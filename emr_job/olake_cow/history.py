@@ -1,0 +1,225 @@
+"""Readonly mode: change sets from the source's snapshot history (pure).
+
+The mirror's checkpoint names the source snapshot C it holds and C's sequence number c. A run
+fixes its target T (the source's current snapshot when it starts) and merges what changed between
+C and T, reading only what the change needs:
+
+* new rows: data files live at T whose data sequence number is above c, read with every delete of
+  T applied (Iceberg's file scan tasks, staged as a task set);
+* deleted keys: keys of equality-delete files above c; keys of rows of older files that newer
+  position deletes or deletion vectors removed, and of older files that a content-changing commit
+  removed (a `DELETE` that rewrote files): both found by comparing what those files showed before
+  with what they show at T.
+
+`replace` snapshots (another tool's rewrite_data_files, delete-file rewrites) do not change content.
+Iceberg gives a rewrite's output files the sequence number of the snapshot the rewrite started
+from (S), so every row in them is "as of S": the history is cut into intervals at such starting
+points. Within an interval (A, B] a file is new when its sequence number is above A's, and a
+rewrite's outputs are never new; files a rewrite wrote only from files the mirror already holds are
+therefore never read again. Per key, the last interval that touches it decides; within one, the
+newest visible row (by `_cdc_timestamp`, then `_olake_timestamp`) wins, and a key with no visible
+row left is deleted.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .checkpoint import Marker, find_checkpoint, marker_of, staged_snapshots
+from .errors import ResyncNeededError
+from .planner import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
+from .snapshots import Operation, Snapshot, TableState, ancestors
+
+
+@dataclass(frozen=True)
+class _Position:
+    target: Marker
+    since: Optional[Marker]  # None: rebuild
+    pending: Tuple[Snapshot, ...]  # ancestors of the target after the checkpoint, oldest first
+    reason: str = ""  # why a rebuild
+
+
+def _position(source: TableState, mirror: TableState, target_id: Optional[int]) -> "_Position | Step":
+    if not source.exists:
+        return Blocked("the source table does not exist")
+    if source.format_version < 2:
+        return Blocked(f"the source table is format version {source.format_version}; readonly mode reads "
+                       "sequence numbers, which need format version 2 or 3 (OLake writes version 2)")
+    target_id = source.current_id if target_id is None else target_id
+    if target_id is None:
+        return Done(NO_SNAPSHOTS)
+    target_snap = source.snapshot(target_id)
+    if target_snap is None or target_snap.sequence_number is None:
+        return Blocked(f"source snapshot {target_id} is not in the source's metadata any more")
+    target = Marker(str(source.uuid), target_id, target_snap.sequence_number)
+    chain, _ = ancestors(source, target_id)
+    checkpoint = find_checkpoint(mirror)
+    if checkpoint is None:
+        return _Position(target, None, tuple(chain), "first build")
+    if checkpoint.source_uuid != source.uuid:
+        return _Position(target, None, tuple(chain), "the source table was recreated")
+    if checkpoint.sequence_number is None:
+        return Blocked("the mirror's checkpoint names a truncate-mode boundary; it was not built in readonly mode")
+    ids = [s.snapshot_id for s in chain]
+    if checkpoint.snapshot_id in ids:
+        return _Position(target, checkpoint, tuple(chain[ids.index(checkpoint.snapshot_id) + 1:]))
+    if source.snapshot(checkpoint.snapshot_id) is not None or checkpoint.sequence_number >= target_snap.sequence_number:
+        return _Position(target, None, tuple(chain),
+                         f"the source's snapshot {target_id} does not descend from snapshot "
+                         f"{checkpoint.snapshot_id} that the mirror holds (the source was rolled back)")
+    if chain and chain[0].parent_id == checkpoint.snapshot_id:
+        return _Position(target, checkpoint, tuple(chain))  # the checkpoint expired; everything after it is here
+    return _Position(target, None, tuple(chain),
+                     f"source snapshots between snapshot {checkpoint.snapshot_id} (held by the mirror) and "
+                     f"{target_id} were expired, so what changed in between cannot be read")
+
+
+def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None) -> Step:
+    pos = _position(source, mirror, target_id)
+    if not isinstance(pos, _Position):
+        return pos
+    merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason)
+    staged = _staged_merge(source, mirror, pos)
+    if staged is not None:
+        return staged
+    if pos.since is None:
+        return merge
+    if pos.since.snapshot_id == pos.target.snapshot_id or not any(s.changes_files for s in pos.pending):
+        return Done(UP_TO_DATE)
+    if not any(s.changes_content for s in pos.pending):
+        return Advance(pos.target)
+    return merge
+
+
+def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Optional[Publish]:
+    """A merge staged by an earlier run on the mirror's current snapshot, for a source snapshot
+    between the checkpoint and the target: publish it instead of redoing it."""
+    reachable = {s.snapshot_id: s for s in pos.pending}
+    for snap in staged_snapshots(mirror):
+        m = marker_of(snap)
+        if (m is None or snap.parent_id != mirror.current_id or m.source_uuid != source.uuid
+                or m.sequence_number is None or m.snapshot_id not in reachable):
+            continue
+        return Publish(snap.snapshot_id, Merge(m, m.snapshot_id, pos.since is None, pos.since, pos.reason))
+    return None
+
+
+def describe(source: TableState, mirror: TableState) -> List[str]:
+    step = plan(source, mirror)
+    if isinstance(step, Blocked):
+        return [f"blocked: {step.reason}"]
+    if isinstance(step, Done):
+        return [step.reason]
+    if isinstance(step, Advance):
+        return [f"move the checkpoint to source snapshot {step.target.snapshot_id} (the source only "
+                "rewrote files since; the mirror's data is already right)"]
+    if isinstance(step, Publish):
+        lines = [f"publish staged mirror snapshot {step.staged_id} (source snapshot "
+                 f"{step.merge.target.snapshot_id}) after audit"]
+        if step.merge.target.snapshot_id != source.current_id:
+            lines.append(f"then merge what changed up to source snapshot {source.current_id}")
+        return lines
+    assert isinstance(step, Merge)
+    if step.rebuild:
+        return [f"rebuild the mirror from source snapshot {step.read_id} ({step.reason}); the source is only read"]
+    pending = _pending(source, step.since, step.read_id)
+    changing = [s for s in pending if s.changes_content]
+    rewrites = [s for s in pending if s.changes_files and not s.changes_content]
+    since = step.since.snapshot_id if step.since else "-"
+    return [f"merge what changed between source snapshots {since} and {step.read_id}: {len(changing)} "
+            "commit(s) that change data" + (f", {len(rewrites)} file rewrite(s) (not re-read)" if rewrites else "")
+            + "; the source is only read"]
+
+
+def _pending(source: TableState, since: Optional[Marker], target_id: Optional[int]) -> List[Snapshot]:
+    chain, _ = ancestors(source, target_id)
+    ids = [s.snapshot_id for s in chain]
+    if since is not None and since.snapshot_id in ids:
+        return chain[ids.index(since.snapshot_id) + 1:]
+    return chain
+
+
+# --- intervals of an incremental merge ---------------------------------------------------------
+@dataclass(frozen=True)
+class Interval:
+    """Changes in (start, end]: files with a data sequence number above `start_seq` are new.
+    `start_id` is None when that snapshot is no longer in the source's metadata (expired): what
+    older files showed before can then not be read. `removing`: snapshots in the interval that
+    change content and removed data files (a copy-on-write DELETE, a truncate by someone)."""
+
+    start_id: Optional[int]
+    start_seq: int
+    end_id: int
+    removing: Tuple[int, ...] = ()
+
+
+def rewrite_candidates(source: TableState, since: Marker, target_id: int) -> List[Snapshot]:
+    """The `replace` snapshots between checkpoint and target that wrote data files: the adapter
+    reads the sequence number of their output files for `intervals`."""
+    return [s for s in _pending(source, since, target_id)
+            if s.operation == Operation.REPLACE.value and s.adds_files]
+
+
+def intervals(source: TableState, since: Marker, target_id: int,
+              rewrite_seqs: Mapping[int, int]) -> List[Interval]:
+    """Cut (since, target] at the starting points of rewrites whose outputs are newer than the
+    checkpoint. `rewrite_seqs`: replace snapshot id -> data sequence number of its output files.
+    Raises ResyncNeededError when a rewrite's starting snapshot cannot be found."""
+    assert since.sequence_number is not None
+    chain, _ = ancestors(source, target_id)
+    by_seq = {s.sequence_number: s for s in chain if s.sequence_number is not None}
+    pending = _pending(source, since, target_id)
+    start_id: Optional[int] = since.snapshot_id if source.snapshot(since.snapshot_id) else None
+    cuts: Dict[int, Tuple[int, int]] = {}  # next start seq -> (end of the previous interval, next start id)
+    for snap in pending:
+        seq = rewrite_seqs.get(snap.snapshot_id)
+        if snap.operation != Operation.REPLACE.value or seq is None or seq <= since.sequence_number:
+            continue
+        started = by_seq.get(seq)
+        if started is None:
+            raise ResyncNeededError(f"rewrite snapshot {snap.snapshot_id} started from a snapshot with sequence "
+                                    f"number {seq} that is not in the source's history")
+        if started.snapshot_id == snap.snapshot_id:
+            # A rewrite that kept no starting sequence number: its outputs are as of its parent.
+            if snap.parent_id is None:
+                raise ResyncNeededError(f"rewrite snapshot {snap.snapshot_id} has no parent")
+            cuts[seq] = (snap.parent_id, snap.snapshot_id)
+        else:
+            cuts[seq] = (started.snapshot_id, started.snapshot_id)
+    out: List[Optional[Interval]] = []
+    start_seq = since.sequence_number
+    pending_ids = [s.snapshot_id for s in pending]
+    for next_seq in sorted(cuts):
+        end_id, next_start = cuts[next_seq]
+        out.append(_interval(source, pending, pending_ids, start_id, start_seq, end_id))
+        start_id, start_seq = next_start, next_seq
+    out.append(_interval(source, pending, pending_ids, start_id, start_seq, target_id))
+    return [iv for iv in out if iv is not None and _changes(pending, pending_ids, iv)]
+
+
+
+def _span(pending: Sequence[Snapshot], pending_ids: List[int], start_seq: int, end_id: int) -> List[Snapshot]:
+    end = pending_ids.index(end_id) if end_id in pending_ids else -1
+    return [s for s in pending[:end + 1] if s.sequence_number is not None and s.sequence_number > start_seq]
+
+
+def _interval(source: TableState, pending: Sequence[Snapshot], pending_ids: List[int], start_id: Optional[int],
+              start_seq: int, end_id: int) -> Optional[Interval]:
+    if end_id not in pending_ids:
+        return None  # the interval ends where it starts
+    span = _span(pending, pending_ids, start_seq, end_id)
+    removing = tuple(s.snapshot_id for s in span if s.changes_content and s.removes_data_files)
+    if start_id is not None and source.snapshot(start_id) is None:
+        start_id = None
+    return Interval(start_id, start_seq, end_id, removing)
+
+
+def _changes(pending: Sequence[Snapshot], pending_ids: List[int], iv: Interval) -> bool:
+    return any(s.changes_content for s in _span(pending, pending_ids, iv.start_seq, iv.end_id))
+
+
+def expiry_floor(source: TableState, mirror: TableState) -> Optional[Snapshot]:
+    """The oldest source snapshot a readonly mirror still needs: the one it holds (the next run
+    reads from it, and --verify compares against it). None when it holds nothing of this source."""
+    checkpoint = find_checkpoint(mirror)
+    if checkpoint is None or checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is None:
+        return None
+    return source.snapshot(checkpoint.snapshot_id)

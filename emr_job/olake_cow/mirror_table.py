@@ -1,0 +1,67 @@
+"""The mirror table itself: creating it, and making it follow its source (schema, partition spec,
+sort order) before each merge. Spark/Iceberg adapter."""
+import logging
+from typing import Dict, Optional
+
+from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
+from .errors import SchemaEvolutionError
+from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size, write_mode_properties
+from .modes import MirrorFormat, SourceMode
+from .snapshots import TableState
+
+log = logging.getLogger("olake_cow")
+
+
+def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
+    """Table properties of a new mirror of format `fmt`: copy-on-write on format version 2 (no
+    delete files, readable by every engine), or merge-on-read on format version 3 (deletion vectors)."""
+    props = {"format-version": "3" if fmt == MirrorFormat.DV else "2", "write.wap.enabled": "true",
+             FORMAT_PROPERTY: fmt.value}
+    props.update(write_mode_properties(merge_on_read=fmt == MirrorFormat.DV))
+    return props
+
+
+class MirrorTable:
+    def __init__(self, tables: IcebergTables, source_ns: str, source: str, ns: str, name: str,
+                 location: Optional[str], mode: SourceMode, fmt: MirrorFormat,
+                 target_file_mb: Optional[int]) -> None:
+        self.tables = tables
+        self.source_ns, self.source, self.ns, self.name = source_ns, source, ns, name
+        self.location, self.mode, self.fmt, self.target_file_mb = location, mode, fmt, target_file_mb
+
+    def prepare(self, mirror: TableState, rebuild: bool) -> bool:
+        """Create or evolve the mirror before a merge. Returns True when it was (re)created, so the
+        merge must build its whole content."""
+        if mirror.exists:
+            try:
+                for what in self.tables.evolve_mirror(self.source_ns, self.source, self.ns, self.name):
+                    log.info("[%s] mirror follows the source's %s", self.source, what)
+            except SchemaEvolutionError:
+                if not rebuild:
+                    raise
+                log.info("[%s] the source's schema cannot be applied to the mirror: recreating it", self.source)
+                self.tables.drop(self.ns, self.name)
+                mirror = TableState(exists=False)
+        if not mirror.exists:
+            self.create()
+            return True
+        self._keep_properties(mirror)
+        return False
+
+    def create(self) -> None:
+        self.tables.create_namespace(self.ns)
+        props = mirror_properties(self.fmt)
+        props.update({SOURCE_PROPERTY: f"{self.source_ns}.{self.source}", MODE_PROPERTY: self.mode.value,
+                      TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
+        self.tables.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
+        log.info("[%s] created mirror %s.%s (%s mode, %s format)", self.source, self.ns, self.name,
+                 self.mode.value, self.fmt.value)
+
+    def _keep_properties(self, mirror: TableState) -> None:
+        """Record the mode on mirrors built before it was recorded; apply an asked file size."""
+        wanted = {MODE_PROPERTY: self.mode.value}
+        if self.target_file_mb:
+            wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)
+        changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
+        if changed:
+            self.tables.set_properties(self.ns, self.name, changed)

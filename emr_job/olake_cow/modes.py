@@ -1,0 +1,83 @@
+"""How a mirror reads its source (`--source-mode`): the choice, and the rules that keep it.
+
+readonly  (default for new mirrors) the job only reads OLake's table: each run merges what changed
+          between the source snapshot the mirror holds and the source's current snapshot.
+truncate  each run closes the open change set by truncating OLake's table (the design of OLake's
+          published script); OLake's table then only holds the changes since the last run.
+
+A mirror records its mode in the table property `olake-cow.source-mode`. Mirrors built before the
+property existed were built in truncate mode (their checkpoint names a boundary). A run never
+changes the mode of an existing mirror: asking for the other one is an error that says how to
+switch.
+"""
+from enum import Enum
+from typing import Optional
+
+from .checkpoint import MODE_PROPERTY, find_checkpoint
+from .errors import SourceModeError
+from .snapshots import TableState, ancestors
+
+
+class SourceMode(str, Enum):
+    READONLY = "readonly"
+    TRUNCATE = "truncate"
+
+
+DEFAULT_SOURCE_MODE = SourceMode.READONLY
+
+
+def built_mode(source: TableState, mirror: TableState) -> Optional[SourceMode]:
+    """The mode the mirror was built with, from the tables' metadata; None before its first build."""
+    if mirror.exists:
+        recorded = mirror.properties.get(MODE_PROPERTY)
+        if recorded in (SourceMode.READONLY.value, SourceMode.TRUNCATE.value):
+            return SourceMode(recorded)
+        checkpoint = find_checkpoint(mirror)
+        if checkpoint is not None:
+            return SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
+    # A truncate-mode run that closed a change set but had not built the mirror yet.
+    if source.exists and any(s.is_boundary for s in ancestors(source)[0]):
+        return SourceMode.TRUNCATE
+    return None
+
+
+def resolve_mode(source: TableState, mirror: TableState, requested: Optional[SourceMode],
+                 mirror_name: str = "the mirror") -> SourceMode:
+    """The mode this run uses for one table: the mirror's own, else the requested one, else
+    readonly. SourceModeError when the request contradicts the mirror's mode."""
+    built = built_mode(source, mirror)
+    if built is None:
+        return requested or DEFAULT_SOURCE_MODE
+    if requested is not None and requested != built:
+        raise SourceModeError(switch_advice(mirror_name, built, requested))
+    return built
+
+
+def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode) -> str:
+    head = (f"{mirror_name} was built in {built.value} mode and a run does not change that "
+            f"(--source-mode {requested.value} was asked); omit --source-mode to keep {built.value}. ")
+    if built == SourceMode.TRUNCATE:
+        return head + ("To switch to readonly: OLake's table only holds the changes since the last "
+                       "truncate, so drop the mirror, have OLake re-sync the table (full refresh), then run "
+                       "with --source-mode readonly.")
+    return head + ("To switch to truncate (OLake's table then only keeps the changes since the last run): "
+                   "drop the mirror and run with --source-mode truncate; that run rebuilds it.")
+
+
+def parse_mode(value: Optional[str], what: str = "--source-mode") -> Optional[SourceMode]:
+    if value is None or value == "":
+        return None
+    try:
+        return SourceMode(value)
+    except ValueError:
+        raise SourceModeError(f"{what} must be readonly or truncate, got {value!r}") from None
+
+
+class MirrorFormat(str, Enum):
+    """How the mirror holds updates and deletes (`--mirror-format`)."""
+
+    COW = "cow"  # copy-on-write, format version 2: no delete files; every engine reads it
+    DV = "dv"  # merge-on-read, format version 3: deletion vectors; a merge's cost follows its changes
+
+
+DEFAULT_MIRROR_FORMAT = MirrorFormat.COW

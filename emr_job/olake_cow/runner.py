@@ -1,0 +1,64 @@
+"""Runs the tables of a namespace, `parallelism` at a time; one table's failure never stops the
+others. Each table is a TableJob (table_job.py)."""
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional
+
+from .config import DestinationConfig, redact
+from .errors import OlakeCowError
+from .summary import TableResult, TableStatus
+from .table_job import MIRROR_SUFFIX, JobOptions, TableJob
+
+log = logging.getLogger("olake_cow")
+
+
+def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
+               on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
+    secrets = cfg.secret_values()
+
+    def one(table: str) -> TableResult:
+        try:
+            job = TableJob(root_session, cfg, opts, table)
+        except Exception as exc:  # noqa: BLE001 - reported per table
+            res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
+            return _fail(res, exc, secrets)
+        try:
+            res = job.run()
+        except Exception as exc:  # noqa: BLE001 - reported per table
+            res = _fail(job.result, exc, secrets)
+        if on_result:
+            on_result(res)
+        return res
+
+    workers = max(1, min(opts.parallelism, len(tables)))
+    if workers == 1:
+        return [one(t) for t in tables]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="olake-cow") as pool:
+        return list(pool.map(one, tables))
+
+
+def _fail(res: TableResult, exc: BaseException, secrets: List[str]) -> TableResult:
+    res.status = TableStatus.FAILED
+    res.error = redact(error_text(exc), secrets)
+    log.error("[%s] failed: %s", res.table, res.error)
+    return res
+
+
+def error_text(exc: BaseException) -> str:
+    """One readable line: our own errors as they are; Java errors by their first line."""
+    if isinstance(exc, OlakeCowError):
+        return str(exc)
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+        except Exception:  # noqa: BLE001
+            pass
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]

@@ -1,0 +1,245 @@
+"""Brings one mirror up to date with its source table: the plan -> act loop.
+
+Per table: read both tables' metadata, ask the change source (changesource.py) for the next step,
+carry it out, repeat. The rooms it uses: mirror_table.py (create and evolve the mirror),
+change_reader.py (read a change set), merge.py (write, audit, publish), maintenance.py, verify.py.
+"""
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import planner
+from .change_reader import ChangeReader
+from .changes import KEY, ChangeStats, change_stats, key_range, range_condition
+from .changesource import ChangeSource, for_mode
+from .checkpoint import Marker, find_checkpoint
+from .config import DestinationConfig
+from .errors import HistoryError, NotOlakeTableError, OlakeCowError
+from .iceberg import IcebergTables
+from .identifiers import qualified
+from .maintenance import MaintenanceOptions, maintain
+from .merge import MirrorWriter
+from .mirror_table import MirrorTable
+from .modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_mode
+from .snapshots import Summary, TableState
+from .spark_session import table_session
+from .summary import TableResult, TableStatus
+
+log = logging.getLogger("olake_cow")
+MAX_STEPS = 10_000
+MIRROR_SUFFIX = "_cow"
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    source_namespace: str
+    cow_namespace: str
+    cow_base_location: Optional[str]  # None: the catalog's default location (hadoop catalogs)
+    delete_mode: str = "keep"
+    dry_run: bool = False
+    parallelism: int = 4
+    run_id: str = ""
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    target_file_mb: Optional[int] = None  # None: DEFAULT_TARGET_FILE_MB for new mirrors, keep for others
+    source_mode: Optional[SourceMode] = None  # None: the mirror's own; readonly for new mirrors
+    mirror_format: Optional[MirrorFormat] = None
+    verify: bool = False
+
+
+class _Clock:
+    def __init__(self, result: TableResult, phase: str) -> None:
+        self.result, self.phase = result, phase
+
+    def __enter__(self) -> "_Clock":
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.result.add_time(self.phase, time.monotonic() - self.t0)
+
+
+class TableJob:
+    """Brings one mirror up to date with its source table."""
+
+    def __init__(self, root_session, cfg: DestinationConfig, opts: JobOptions, table: str) -> None:
+        self.cfg, self.opts, self.table = cfg, opts, table
+        self.session = table_session(root_session, cfg)
+        self.tables = IcebergTables(self.session, cfg.catalog_name)
+        self.mirror = f"{table}{MIRROR_SUFFIX}"
+        self.source_q = qualified(cfg.catalog_name, opts.source_namespace, table)
+        self.mirror_q = qualified(cfg.catalog_name, opts.cow_namespace, self.mirror)
+        self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}")
+        self.writer = MirrorWriter(self.session, self.tables, opts.cow_namespace, self.mirror, self.mirror_q,
+                                   self.result)
+
+    def say(self, msg: str, *args: object) -> None:
+        log.info("[%s] " + msg, self.table, *args)
+
+    def states(self):
+        with _Clock(self.result, "planning"):
+            return (self.tables.state(self.opts.source_namespace, self.table),
+                    self.tables.state(self.opts.cow_namespace, self.mirror))
+
+    def run(self) -> TableResult:
+        started = time.monotonic()
+        try:
+            source, mirror = self.states()
+            if not source.exists:
+                raise HistoryError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
+            self._key_id(source)  # checked before anything is committed
+            mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
+            self.result.source_mode = mode.value
+            self.result.mirror_format = (self.opts.mirror_format or DEFAULT_MIRROR_FORMAT).value
+            changes = for_mode(mode)
+            if self.opts.maintenance.only and not self.opts.dry_run:
+                self.result.status = TableStatus.MAINTAINED
+            else:
+                self._loop(changes, source, mirror)
+            if self.opts.maintenance.requested and not self.opts.dry_run:
+                self._maintain(changes)  # only reached when the merges succeeded
+            if self.opts.verify and not self.opts.dry_run:
+                self._verify(mode)
+        finally:
+            self.result.duration_s = round(time.monotonic() - started, 3)
+        return self.result
+
+    def _loop(self, changes: ChangeSource, source: TableState, mirror: TableState) -> None:
+        target = source.current_id  # the run stops here: later commits are the next run's
+        self.result.target = target if changes.mode == SourceMode.READONLY else None
+        for _ in range(MAX_STEPS):
+            step = changes.plan(source, mirror, target, may_close=self.result.truncated == 0)
+            if self.opts.dry_run:
+                self.result.plan = changes.describe(source, mirror)
+                self.result.status = TableStatus.DRY_RUN
+                for line in self.result.plan:
+                    self.say("plan: %s", line)
+                return
+            if isinstance(step, planner.Done):
+                self._finish(source, mirror, step.reason)
+                return
+            if isinstance(step, planner.Blocked):
+                raise HistoryError(f"{self.table}: {step.reason}")
+            if isinstance(step, planner.Truncate):
+                with _Clock(self.result, "committing"):
+                    bid = self.tables.truncate(self.opts.source_namespace, self.table, self.opts.run_id)
+                self.result.truncated += 1
+                self.say("closed the open change set: boundary snapshot %s", bid)
+            elif isinstance(step, planner.Advance):
+                with _Clock(self.result, "committing"):
+                    self.tables.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
+                self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
+                         step.target.snapshot_id)
+            elif isinstance(step, (planner.Merge, planner.Publish)):
+                self._apply(changes, step, source, mirror)
+            source, mirror = self.states()
+        raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    def _finish(self, source: TableState, mirror: TableState, reason: str) -> None:
+        self.result.status = TableStatus.MERGED if self.result.merges else TableStatus.UP_TO_DATE
+        cp = find_checkpoint(mirror)
+        self.result.checkpoint = cp.snapshot_id if cp else None
+        self.result.last_change_ms = _change_time(source, cp)
+        self.say("%s", f"done: {self.result.merges} change set(s) merged" if self.result.merges else reason)
+
+    def _key_id(self, source: TableState) -> int:
+        if source.key_field_id is None:
+            raise NotOlakeTableError(f"table {self.opts.source_namespace}.{self.table} has no _olake_id "
+                                     "column; it is not an OLake table")
+        return source.key_field_id
+
+    # --- merge / publish -----------------------------------------------------------------
+    def _mirror_table(self, mode: SourceMode) -> MirrorTable:
+        location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
+        return MirrorTable(self.tables, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
+                           location, mode, self.opts.mirror_format or DEFAULT_MIRROR_FORMAT, self.opts.target_file_mb)
+
+    def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
+        merge = step.merge if isinstance(step, planner.Publish) else step
+        marker, rebuild = merge.target, merge.rebuild
+        ns = self.opts.cow_namespace
+        if isinstance(step, planner.Merge):
+            with _Clock(self.result, "merging"):
+                rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
+            mirror = self.tables.state(ns, self.mirror)
+        parent = mirror.snapshot(mirror.current_id)
+        parent_records = parent.summary_int(Summary.TOTAL_RECORDS) if parent else 0
+        reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
+                              source, self.opts.delete_mode)
+        with _Clock(self.result, "reading_changes"):
+            cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason), source)
+        try:
+            rebuild = cs.rebuild
+            for note in cs.notes:
+                self.say("%s", note)
+                self.result.notes.append(note)
+            self.result.files_read += cs.files_read
+            self.result.bytes_read += cs.bytes_read
+            stats, keys = ChangeStats(0, 0, 0, 0), None
+            if not rebuild:
+                with _Clock(self.result, "reading_changes"):
+                    keys = key_range(cs.frame)
+                    mirror_keys = self.session.table(self.mirror_q).where(range_condition("", keys)).select(KEY)
+                    stats = change_stats(cs.frame, mirror_keys)
+            if isinstance(step, planner.Merge):
+                with _Clock(self.result, "merging"):
+                    staged = self.writer.stage(cs, marker, mirror, keys) if (rebuild or keys) else None
+            else:
+                staged = mirror.snapshot(step.staged_id)
+        finally:
+            cs.close()
+        if rebuild and staged is not None:
+            # A rebuild scans the source once (for the write), so its count comes from the commit;
+            # the audit still refuses delete files.
+            stats = ChangeStats(staged.summary_int(Summary.ADDED_RECORDS), 0, 0, 0)
+        with _Clock(self.result, "committing"):
+            if staged is not None:
+                self.writer.publish(staged, marker, stats, parent_records, rebuild)
+            else:
+                self.writer.nothing_staged(stats, marker, rebuild)
+        self.result.merges += 1
+        self.result.rows_inserted += stats.inserted
+        self.result.rows_updated += stats.updated
+        self.result.rows_deleted += stats.deleted
+        verb = "published staged" if isinstance(step, planner.Publish) else (
+            "rebuilt mirror from" if rebuild else "merged")
+        self.say("%s source snapshot %s: %d inserted, %d updated, %d deleted", verb, marker.snapshot_id,
+                 stats.inserted, stats.updated, stats.deleted)
+
+    # --- after the merges ----------------------------------------------------------------
+    def _maintain(self, changes: ChangeSource) -> None:
+        source, mirror = self.states()
+        with _Clock(self.result, "maintenance"):
+            self.result.maintenance = maintain(self.session, self.tables, self.cfg.catalog_name,
+                                               self.opts.source_namespace, self.table, self.opts.cow_namespace,
+                                               self.mirror, self.opts.maintenance, changes, source, mirror,
+                                               self.say)
+
+    def _verify(self, mode: SourceMode) -> None:
+        from .verify import verify_mirror
+
+        if mode != SourceMode.READONLY:
+            raise OlakeCowError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's table "
+                                "no longer holds the rows the mirror is compared with")
+        _, mirror = self.states()
+        checkpoint = find_checkpoint(mirror)
+        if checkpoint is None:
+            raise OlakeCowError(f"{self.table}: --verify: the mirror holds nothing yet")
+        with _Clock(self.result, "verify"):
+            found = verify_mirror(self.session, self.source_q, self.mirror_q, checkpoint.snapshot_id,
+                                  self.opts.delete_mode)
+        self.result.verify = found.to_dict()
+        self.say("verify against source snapshot %s: %s", checkpoint.snapshot_id, found.describe())
+        if not found.ok:
+            self.result.status = TableStatus.VERIFY_FAILED
+            self.result.error = f"verify: {found.describe()}"
+
+
+def _change_time(source: TableState, checkpoint: Optional[Marker]) -> Optional[int]:
+    """Commit time of the newest source change the mirror holds (for the lag metric)."""
+    if checkpoint is None:
+        return None
+    held = source.snapshot(checkpoint.snapshot_id)
+    if held is not None and held.is_boundary:  # truncate mode: the change set is the boundary's parent
+        held = source.snapshot(held.parent_id)
+    return held.timestamp_ms if held else None

@@ -1,0 +1,212 @@
+"""Readonly mode on real Spark + Iceberg: the source is only read, and what other writers and tools
+do to it (a user's DELETE, another tool's rewrite_data_files, snapshot expiry) reaches the mirror
+right, without re-reading the table. Every run here also checks that it left the source's metadata
+untouched (Lake.run)."""
+import json
+import os
+
+import pytest
+
+from olake_cow import changesource
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(a, b, **cols):
+    return [{"_olake_id": str(i), "v": i, "s": f"s{i}", **cols} for i in range(a, b)]
+
+
+def cdc(lake, n, table="t", base=0):
+    """One OLake commit: updates, a tombstone, an insert and a pure delete around key `n`."""
+    return lake.writer.commit(table, [{"_olake_id": str(n), "_op_type": "u", "v": base + n, "s": "u"},
+                                      {"_olake_id": str(n + 1), "_op_type": "d"},
+                                      {"_olake_id": f"new{base + n}", "_op_type": "c", "v": n}],
+                              pure_deletes=[str(n + 2)])
+
+
+def summary_of(lake, tmp_path, *args):
+    path = str(tmp_path / f"summary-{len(os.listdir(tmp_path))}.json")
+    code = lake.run("--summary-out", path, *args)
+    with open(path, encoding="utf-8") as f:
+        return code, json.load(f)
+
+
+def source_files_read(table_summary):
+    """Files of the source read for the change sets (the summary adds the mirror files rewritten)."""
+    return table_summary["files_read"] - table_summary["files_rewritten"]
+
+
+def added_files(lake, snapshot_ids, table="t"):
+    source = lake.source(table)
+    return sum(source.snapshot(s).summary_int("added-data-files") + source.snapshot(s).summary_int("added-delete-files")
+               for s in snapshot_ids)
+
+
+def test_runs_leave_the_source_exactly_as_it_was(rlake):
+    rlake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    rlake.writer.backfill("t", rows(0, 30), chunk=10)
+    for n in (1, 5, 9):
+        cdc(rlake, n)
+        before = rlake.source("t")
+        content = sorted(r["_olake_id"] for r in rlake.writer.spark.table(rlake.writer.q("t")).collect())
+        assert rlake.run() == 0
+        after = rlake.source("t")
+        assert [s.snapshot_id for s in after.snapshots] == [s.snapshot_id for s in before.snapshots]
+        assert after.current_id == before.current_id
+        assert sorted(r["_olake_id"] for r in rlake.writer.spark.table(rlake.writer.q("t")).collect()) == content
+        rlake.assert_mirror_matches("t")
+    assert not any(s.is_boundary for s in rlake.source("t").snapshots)
+    assert rlake.mirror("t").properties["olake-cow.source-mode"] == "readonly"
+
+
+@pytest.mark.parametrize("version, mode", [(2, "merge-on-read"), (2, "copy-on-write"), (3, "merge-on-read")],
+                         ids=["v2-position-deletes", "v2-rewritten-files", "v3-deletion-vectors"])
+def test_a_users_delete_from_on_the_source_reaches_the_mirror(rlake, tmp_path, version, mode):
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], format_version=version)
+    lake.writer.backfill("t", rows(0, 40), chunk=10)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300}], pure_deletes=["4"], dedupe=version == 2)
+    lake.writer.delete_where("t", "v >= 10 AND v < 15", lambda r: r.get("v") is not None and 10 <= r["v"] < 15,
+                             mode=mode)
+    if version == 3:
+        assert lake.source("t").snapshot(lake.source("t").current_id).summary_int("added-dvs") >= 1
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0, summary
+    t = summary["tables"][0]
+    assert not t["notes"], t  # read incrementally, not rebuilt
+    assert (t["rows_deleted"], t["rows_inserted"]) == (6, 0), t
+    # copy-on-write rewrote the file of the deleted rows: its other rows are new files, merged again
+    assert t["rows_updated"] == (1 if mode == "merge-on-read" else 6), t
+    lake.assert_mirror_matches("t")
+    assert not {str(i) for i in range(10, 15)} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+    # a delete that also hits a row written after the checkpoint
+    lake.writer.commit("t", [{"_olake_id": "20", "_op_type": "u", "v": 2000}], dedupe=version == 2)
+    lake.writer.delete_where("t", "v = 2000 OR v = 30", lambda r: r.get("v") in (2000, 30), mode=mode)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_another_tools_rewrite_between_runs_is_not_read_again(rlake, tmp_path):
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 200), chunk=10)  # 20 small files
+    assert lake.run() == 0
+    first = cdc(lake, 1)
+    lake.writer.rewrite_files("t")  # compacts everything, the new commit included
+    second = cdc(lake, 50)
+    assert any(s.operation == "replace" for s in lake.source("t").snapshots)
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0 and not summary["tables"][0]["notes"], summary
+    lake.assert_mirror_matches("t")
+    read = source_files_read(summary["tables"][0])
+    assert read <= added_files(lake, [first, second]), summary["tables"][0]
+    # only a rewrite since: nothing to read, the checkpoint moves on
+    lake.writer.rewrite_files("t")
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0 and summary["tables"][0]["files_read"] == 0, summary
+    assert lake.mirror("t").properties["olake-cow.checkpoint"].split(":")[2] == str(lake.source("t").current_id)
+    lake.assert_mirror_matches("t")
+
+
+def test_a_rewrite_during_a_run_is_harmless_and_not_read_again(rlake, tmp_path, monkeypatch):
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 120), chunk=10)
+    assert lake.run() == 0
+    cdc(lake, 1)
+    read = changesource.SnapshotHistory.read
+
+    def rewrite_then_read(self, reader, step, source):
+        lake.writer.rewrite_files("t")  # committed after the run fixed its target
+        return read(self, reader, step, source)
+
+    with monkeypatch.context() as m:
+        m.setattr(changesource.SnapshotHistory, "read", rewrite_then_read)
+        assert lake.run_raw() == 0  # (the rewrite changes the source's metadata, not the run)
+    lake.assert_mirror_matches("t", at=lake.mirror_source_snapshot("t"))
+    later = cdc(lake, 30)
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0, summary
+    lake.assert_mirror_matches("t")
+    assert source_files_read(summary["tables"][0]) <= added_files(lake, [later]), summary["tables"][0]
+
+
+def test_source_snapshots_expired_up_to_the_checkpoint_do_not_block(rlake, tmp_path):
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 50), chunk=10)
+    assert lake.run() == 0
+    cdc(lake, 1)
+    assert lake.run() == 0
+    held = lake.source("t").snapshot(lake.mirror_source_snapshot("t"))
+    cdc(lake, 10)
+    ident = f"{lake.ns}.t"
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{ident}', "
+                          f"older_than => TIMESTAMP '{ts(held.timestamp_ms)}', retain_last => 1)")
+    assert lake.source("t").snapshot(held.snapshot_id) is not None and len(lake.source("t").snapshots) < 10
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0 and not summary["tables"][0]["notes"], summary
+    lake.assert_mirror_matches("t")
+    # Everything but the current snapshot expired (the one the mirror holds too): still incremental.
+    cdc(lake, 20)
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{ident}', "
+                          "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert len(lake.source("t").snapshots) == 1
+    code, summary = summary_of(lake, tmp_path)
+    assert code == 0, summary
+    lake.assert_mirror_matches("t")
+
+
+def ts(epoch_ms):
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch_ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def test_verify_passes_on_a_right_mirror_and_reports_each_kind_of_difference(rlake, tmp_path):
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 30))
+    cdc(lake, 3)
+    code, summary = summary_of(lake, tmp_path, "--verify")
+    assert code == 0, summary
+    verified = summary["tables"][0]["verify"]
+    assert verified["ok"] and verified["missing_keys"] == verified["extra_keys"] == verified["differing_rows"] == 0
+    assert verified["source_rows"] == verified["mirror_rows"] == len(lake.writer.model("t").expected())
+    q = lake.mirror_q("t")
+    spark = lake.writer.spark
+    spark.sql(f"UPDATE {q} SET s = 'wrong' WHERE _olake_id = '7'")
+    spark.sql(f"DELETE FROM {q} WHERE _olake_id = '8'")
+    from pyspark.sql import functions as F
+
+    spark.table(q).where("_olake_id = '9'").withColumn("_olake_id", F.lit("intruder")).writeTo(q).append()
+    code, summary = summary_of(lake, tmp_path, "--verify")
+    assert code == 1
+    t = summary["tables"][0]
+    assert t["status"] == "verify_failed" and "verify:" in t["error"]
+    v = t["verify"]
+    assert (v["missing_keys"], v["extra_keys"], v["differing_rows"]) == (1, 1, 1), v
+    assert v["examples"] == {"differing": ["7"], "extra": ["intruder"], "missing": ["8"]}
+
+
+def test_verify_refuses_a_truncate_mode_mirror(spark, destinations, make_lake, tmp_path):
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 5))
+    code, summary = summary_of(lake, tmp_path, "--verify")
+    assert code == 1 and "needs a readonly mirror" in summary["tables"][0]["error"]
+
+
+def test_the_other_mode_on_an_existing_mirror_is_refused_with_how_to_switch(rlake, capsys):
+    rlake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    rlake.writer.backfill("t", rows(0, 5))
+    assert rlake.run() == 0
+    cdc(rlake, 1)
+    before = (rlake.source_metadata(), rlake.mirror("t").metadata_location)
+    assert rlake.run_raw("--source-mode", "truncate") == 1
+    out = capsys.readouterr().out
+    assert "built in readonly mode" in out and "drop the mirror" in out
+    assert (rlake.source_metadata(), rlake.mirror("t").metadata_location) == before
+    assert rlake.run_raw() == 0  # without the option the mirror keeps its mode
+    rlake.assert_mirror_matches("t")

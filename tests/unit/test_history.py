@@ -1,0 +1,212 @@
+"""The readonly planner, its intervals, the checkpoint and the source-mode rules, on literal
+snapshot lists: no JVM."""
+import pytest
+
+from olake_cow import history
+from olake_cow.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, Marker, find_checkpoint
+from olake_cow.errors import ResyncNeededError, SourceModeError
+from olake_cow.history import Interval, intervals
+from olake_cow.maintenance import source_cutoff
+from olake_cow.modes import SourceMode, built_mode, resolve_mode
+from olake_cow.planner import Advance, Blocked, Done, Merge, Publish, has_work, plan_next
+from olake_cow.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+
+pytestmark = pytest.mark.unit
+UUID = "src-uuid"
+
+
+def snap(sid, parent, op="overwrite", *, added=1, deleted=0, delete_files=0, **summary):
+    """Snapshot `sid` with sequence number `sid` (sequence numbers grow along the history)."""
+    s = {"added-data-files": str(added), "deleted-data-files": str(deleted), "added-delete-files": str(delete_files)}
+    s.update(summary)
+    return Snapshot(sid, parent, sid * 1000, op, s, sequence_number=sid)
+
+
+def chain(*ids, ops=None):
+    ops = ops or {}
+    out, parent = [], None
+    for sid in ids:
+        out.append(snap(sid, parent, ops.get(sid, "overwrite")))
+        parent = sid
+    return out
+
+
+def source(*snaps, uuid=UUID, current=None, version=2):
+    return TableState(True, uuid, current if current is not None else snaps[-1].snapshot_id, tuple(snaps),
+                      format_version=version)
+
+
+def mirror(held=None, *extra, uuid=UUID, props=None, current=None):
+    snaps = list(extra)
+    if held is not None:
+        snaps.insert(0, Snapshot(900, None, 900, "overwrite", {"wap.id": Marker(uuid, held, held).wap_id}))
+    cur = current if current is not None else (snaps[-1].snapshot_id if snaps else None)
+    return TableState(True, "mirror-uuid", cur, tuple(snaps), {MODE_PROPERTY: "readonly", **(props or {})})
+
+
+def plan(src, mir, target=None):
+    return plan_next(src, mir, SourceMode.READONLY, target)
+
+
+def m(sid):
+    return Marker(UUID, sid, sid)
+
+
+# --- steps -------------------------------------------------------------------------------------
+def test_a_new_mirror_is_built_from_the_current_snapshot():
+    step = plan(source(*chain(1, 2, 3)), MISSING)
+    assert step == Merge(m(3), 3, True, None, "first build")
+
+
+def test_a_mirror_holding_the_current_snapshot_is_up_to_date():
+    assert plan(source(*chain(1, 2, 3)), mirror(3)) == Done("up to date")
+
+
+def test_new_commits_are_merged_from_the_checkpoint_to_the_target():
+    assert plan(source(*chain(1, 2, 3, 4)), mirror(2)) == Merge(m(4), 4, False, m(2))
+
+
+def test_the_run_stops_at_the_target_it_fixed_when_it_started():
+    src = source(*chain(1, 2, 3, 4, 5))  # 5 was committed while the run worked
+    assert plan(src, mirror(2), target=4) == Merge(m(4), 4, False, m(2))
+    assert plan(src, mirror(4), target=4) == Done("up to date")
+
+
+def test_only_rewrites_since_the_checkpoint_move_it_without_a_merge():
+    src = source(*chain(1, 2, 3, 4, ops={3: "replace", 4: "replace"}))
+    step = plan(src, mirror(2))
+    assert step == Advance(m(4))
+    assert not has_work(step)  # the trigger starts no run for it
+
+
+def test_commits_that_change_no_file_are_not_work():
+    empty = Snapshot(3, 2, 3000, "append", {"added-data-files": "0"}, sequence_number=3)
+    assert plan(source(*chain(1, 2), empty), mirror(2)) == Done("up to date")
+
+
+def test_an_expired_checkpoint_with_the_history_after_it_is_merged_incrementally():
+    src = source(*chain(1, 2, 3, 4)[2:])  # 1 and 2 expired; 3's parent is 2
+    assert plan(src, mirror(2)) == Merge(m(4), 4, False, m(2))
+
+
+def test_a_rolled_back_source_rebuilds_the_mirror():
+    snaps = chain(1, 2, 3) + [snap(4, 2)]  # rolled back to 2, then committed 4
+    step = plan(source(*snaps), mirror(3))
+    assert isinstance(step, Merge) and step.rebuild and "rolled back" in step.reason
+
+
+def test_history_expired_between_checkpoint_and_target_rebuilds_the_mirror():
+    src = source(*chain(1, 2, 3, 4, 5)[3:])  # 5's ancestry stops at 4, whose parent 3 is gone
+    step = plan(src, mirror(2))
+    assert isinstance(step, Merge) and step.rebuild and "expired" in step.reason
+
+
+def test_a_recreated_source_rebuilds_the_mirror():
+    step = plan(source(*chain(1, 2), uuid="new"), mirror(2))
+    assert step == Merge(Marker("new", 2, 2), 2, True, None, "the source table was recreated")
+
+
+def test_a_merge_staged_by_a_crashed_run_is_published():
+    staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
+    step = plan(source(*chain(1, 2, 3, 4)), mirror(2, staged, current=900))
+    assert step == Publish(901, Merge(m(3), 3, False, m(2)))
+
+
+def test_a_staged_merge_that_is_no_longer_on_the_current_snapshot_is_redone():
+    staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
+    moved = Snapshot(902, 900, 902, "replace", {})
+    step = plan(source(*chain(1, 2, 3)), mirror(2, staged, moved, current=902))
+    assert step == Merge(m(3), 3, False, m(2))
+
+
+def test_a_format_version_1_source_is_refused():
+    assert isinstance(plan(source(*chain(1), version=1), MISSING), Blocked)
+
+
+def test_the_checkpoint_property_moved_past_the_published_marker_wins():
+    mir = mirror(2, props={CHECKPOINT_PROPERTY: m(5).wap_id})
+    assert find_checkpoint(mir) == m(5)
+    older = mirror(4, props={CHECKPOINT_PROPERTY: m(2).wap_id})
+    assert find_checkpoint(older) == m(4)
+
+
+# --- intervals ---------------------------------------------------------------------------------
+def test_without_rewrites_one_interval_spans_the_change():
+    src = source(*chain(1, 2, 3, 4))
+    assert intervals(src, m(2), 4, {}) == [Interval(2, 2, 4)]
+
+
+def test_a_rewrite_that_started_after_the_checkpoint_cuts_the_history_where_it_started():
+    # 3: OLake commit; 4: OLake commit (during the rewrite); 5: rewrite that started at 3; 6: OLake
+    src = source(*chain(1, 2, 3, 4, 5, 6, ops={5: "replace"}))
+    assert intervals(src, m(2), 6, {5: 3}) == [Interval(2, 2, 3), Interval(3, 3, 6)]
+
+
+def test_a_rewrite_older_than_the_checkpoint_needs_no_cut():
+    src = source(*chain(1, 2, 3, 4, ops={3: "replace"}))
+    assert intervals(src, m(2), 4, {3: 1}) == [Interval(2, 2, 4)]
+
+
+def test_a_rewrite_without_a_starting_sequence_number_is_as_of_its_parent():
+    src = source(*chain(1, 2, 3, 4, 5, ops={4: "replace"}))
+    assert intervals(src, m(2), 5, {4: 4}) == [Interval(2, 2, 3), Interval(4, 4, 5)]
+
+
+def test_intervals_without_a_content_change_are_dropped():
+    src = source(*chain(1, 2, 3, 4, ops={4: "replace"}))  # the rewrite started at 2
+    assert intervals(src, m(1), 4, {4: 2}) == [Interval(1, 1, 2), Interval(2, 2, 4)]
+    only_rewrite = source(*chain(1, 2, 3, ops={3: "replace"}))
+    assert intervals(only_rewrite, m(2), 3, {3: 2}) == []
+
+
+def test_commits_that_remove_older_files_are_named_per_interval():
+    snaps = chain(1, 2) + [snap(3, 2, "overwrite", deleted=2), snap(4, 3, "delete", added=0, deleted=1)]
+    src = source(*snaps)
+    assert intervals(src, m(2), 4, {}) == [Interval(2, 2, 4, (3, 4))]
+
+
+def test_an_expired_checkpoint_snapshot_cannot_be_planned():
+    src = source(*chain(1, 2, 3, 4)[2:])
+    assert intervals(src, m(2), 4, {}) == [Interval(None, 2, 4)]
+
+
+def test_a_rewrite_from_an_unknown_starting_point_needs_a_resync():
+    src = source(*chain(1, 2, 3, 4, ops={4: "replace"}))
+    with pytest.raises(ResyncNeededError):
+        intervals(src, m(2), 4, {4: 99})
+
+
+# --- source mode ----------------------------------------------------------------------------------
+def test_new_mirrors_are_readonly_unless_asked_otherwise():
+    src = source(*chain(1, 2))
+    assert resolve_mode(src, MISSING, None) == SourceMode.READONLY
+    assert resolve_mode(src, MISSING, SourceMode.TRUNCATE) == SourceMode.TRUNCATE
+
+
+def test_an_existing_mirror_keeps_its_mode_and_refuses_the_other():
+    src = source(*chain(1, 2))
+    assert resolve_mode(src, mirror(2), None) == SourceMode.READONLY
+    with pytest.raises(SourceModeError, match=r"built in readonly mode.*drop the mirror"):
+        resolve_mode(src, mirror(2), SourceMode.TRUNCATE, "ns_cow.t_cow")
+
+
+def test_mirrors_from_before_the_mode_property_are_truncate_mode():
+    legacy = TableState(True, "m", 900, (Snapshot(900, None, 900, "overwrite", {"wap.id": Marker(UUID, 7).wap_id}),))
+    assert built_mode(source(*chain(1, 2)), legacy) == SourceMode.TRUNCATE
+    with pytest.raises(SourceModeError, match="re-sync the table"):
+        resolve_mode(source(*chain(1, 2)), legacy, SourceMode.READONLY)
+
+
+def test_a_truncated_source_without_a_mirror_yet_stays_in_truncate_mode():
+    boundary = Snapshot(3, 2, 3000, "delete", {BOUNDARY_KEY: "run"}, sequence_number=3)
+    src = source(*chain(1, 2), boundary)
+    assert resolve_mode(src, MISSING, None) == SourceMode.TRUNCATE
+
+
+def test_readonly_source_expiry_keeps_the_snapshot_the_mirror_holds():
+    src = source(*chain(1, 2, 3))
+    floor = history.expiry_floor(src, mirror(2))
+    assert floor is not None and floor.snapshot_id == 2
+    cutoff, note = source_cutoff(10_000_000, 0.0, floor)
+    assert cutoff == 2000 and "kept" in (note or "")
+    assert source_cutoff(10_000_000, 1.0, None)[0] is None
