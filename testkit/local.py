@@ -52,13 +52,19 @@ def fresh_state(tables, namespace: str, table: str):
     return tables.state(namespace, table)
 
 
-def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[str, Any]]) -> Tuple[int, List[str]]:
+def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[str, Any]],
+                    fmt: str = "cow") -> Tuple[int, List[str]]:
     """Compare a mirror's current snapshot, read by Spark and by pyiceberg, with the expected rows
-    over the mirror's columns. Returns (rows compared, problems found)."""
+    over the mirror's columns; a cow mirror may hold no delete file, a dv mirror only deletion
+    vectors. Returns (rows compared, problems found)."""
+    from olake_cow.audit import forbidden_deletes
+    from olake_cow.modes import MirrorFormat
+
     cols = [f.name for f in session.table(table_q).schema.fields]
     expected = normalized(expected_rows, cols)
     snap = state.snapshot(state.current_id)
-    problems = ["the mirror has delete files"] if snap is not None and snap.delete_file_count else []
+    forbidden = forbidden_deletes(snap, MirrorFormat(fmt)) if snap is not None else []
+    problems = [f"the mirror has delete files it must not hold ({', '.join(forbidden)})"] if forbidden else []
     compared = 0
     for engine, rows in (("spark", read_rows(session, table_q, state.current_id)),
                          ("pyiceberg", pyiceberg_rows(state.metadata_location))):

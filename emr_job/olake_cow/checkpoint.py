@@ -21,6 +21,9 @@ CHECKPOINT_PROPERTY = "olake-cow.checkpoint"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
 FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
+# Staged snapshots that failed their audit: never published, never picked up again.
+REJECTED_PROPERTY = "olake-cow.rejected-snapshots"
+REJECTED_KEPT = 20
 MARKER_KEYS = (Summary.WAP_ID, Summary.PUBLISHED_WAP_ID)
 
 
@@ -73,13 +76,26 @@ def find_checkpoint(mirror: TableState) -> Optional[Marker]:
     return published
 
 
+def rejected(mirror: TableState) -> List[int]:
+    ids = []
+    for part in (mirror.properties.get(REJECTED_PROPERTY) or "").split(","):
+        if part.strip().lstrip("-").isdigit():
+            ids.append(int(part))
+    return ids
+
+
+def with_rejected(mirror: TableState, snapshot_id: int) -> str:
+    """The REJECTED_PROPERTY value with `snapshot_id` added (the newest REJECTED_KEPT are kept)."""
+    return ",".join(str(i) for i in (rejected(mirror) + [snapshot_id])[-REJECTED_KEPT:])
+
+
 def staged_snapshots(mirror: TableState) -> List[Snapshot]:
-    """Staged (unpublished) mirror snapshots carrying one of our markers, newest first."""
+    """Staged (unpublished, not rejected) mirror snapshots carrying one of our markers, newest first."""
     if not mirror.exists:
         return []
-    published = {s.snapshot_id for s in ancestors(mirror)[0]}
+    skip = {s.snapshot_id for s in ancestors(mirror)[0]} | set(rejected(mirror))
     found = [s for s in mirror.snapshots
-             if s.snapshot_id not in published and parse_marker(s.summary.get(Summary.WAP_ID))]
+             if s.snapshot_id not in skip and parse_marker(s.summary.get(Summary.WAP_ID))]
     return sorted(found, key=lambda s: s.timestamp_ms, reverse=True)
 
 

@@ -9,7 +9,7 @@ from .config import DestinationConfig, parse_destination, redact
 from .errors import ConfigError, OlakeCowError, TableNotFoundError
 from .identifiers import validate_name
 from .maintenance import MaintenanceOptions
-from .modes import parse_mode
+from .modes import parse_format, parse_mode
 
 EXIT_OK, EXIT_TABLE_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("olake_cow")
@@ -35,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "between two of its snapshots; truncate: truncate OLake's table to close each change set, "
                         "so it only keeps the changes since the last run. An existing mirror keeps the mode it "
                         "was built with; asking for the other one is an error")
+    p.add_argument("--mirror-format", choices=("cow", "dv"),
+                   help="cow (default for new mirrors): copy-on-write, format version 2, no delete files, readable "
+                        "by every engine; dv: format version 3 with deletion vectors, a merge's cost follows its "
+                        "changes (Databricks 18+, Snowflake, Trino, DuckDB, pyiceberg 0.12 read it; Athena and "
+                        "StarRocks do not). An existing mirror keeps its format")
+    p.add_argument("--upgrade-mirror", action="store_true",
+                   help="with --mirror-format dv: upgrade an existing cow mirror in place to format version 3 "
+                        "(cannot be undone)")
     p.add_argument("--delete-mode", choices=("keep", "hard"), default="keep",
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
@@ -59,7 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="expire mirror snapshots older than this (the current one is always kept)")
     m.add_argument("--rewrite-manifests", action="store_true", help="rewrite the mirror's manifests")
     m.add_argument("--compact-files", action="store_true",
-                   help="rewrite the mirror's small files, sorted by its sort order within partitions")
+                   help="rewrite the mirror's small files, sorted by its sort order within partitions (and files "
+                        "whose deletion vectors delete at least --fold-ratio of their rows)")
+    m.add_argument("--fold-deletes", action="store_true",
+                   help="dv mirrors: rewrite the data files whose deletion vectors delete at least --fold-ratio of "
+                        "their rows, so reads stay fast")
+    m.add_argument("--fold-ratio", type=float, metavar="RATIO",
+                   help="the share of a data file's rows its deletion vector must delete for the file to be "
+                        "rewritten (default 0.2)")
     m.add_argument("--remove-orphans-older-than", type=float, metavar="HOURS",
                    help="remove files of both tables that no snapshot references, older than this "
                         "(use at least the longest write you expect; 72 is a safe choice)")
@@ -122,7 +137,10 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
         raise ConfigError("--target-file-size-mb must be at least 1")
     maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
-                                     args.orphans_dry_run, args.maintenance_only).validate()
+                                     args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
+                                     args.fold_ratio).validate()
+    if args.upgrade_mirror and args.mirror_format != "dv":
+        raise ConfigError("--upgrade-mirror needs --mirror-format dv")
     extra = {}
     for item in args.spark_conf:
         key, sep, value = item.partition("=")
@@ -130,7 +148,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
     return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance,
-            "target_file_mb": args.target_file_size_mb, "source_mode": parse_mode(args.source_mode)}
+            "target_file_mb": args.target_file_size_mb, "source_mode": parse_mode(args.source_mode),
+            "mirror_format": parse_format(args.mirror_format)}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -172,7 +191,8 @@ def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) ->
         log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
                  " (dry run)" if args.dry_run else "")
         opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run, args.parallelism, run_id,
-                          o["maintenance"], o["target_file_mb"], source_mode=o["source_mode"], verify=args.verify)
+                          o["maintenance"], o["target_file_mb"], source_mode=o["source_mode"],
+                          mirror_format=o["mirror_format"], upgrade_mirror=args.upgrade_mirror, verify=args.verify)
         results = run_tables(session, cfg, opts, tables)
         summary["tables"] = [r.to_dict() for r in results]
         failed = [r.table for r in results if not r.ok]

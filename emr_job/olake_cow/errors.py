@@ -41,5 +41,9 @@ class SourceModeError(ConfigError):
     """A run asked for a source mode (or mirror format) the table cannot use."""
 
 
+class MirrorFormatError(ConfigError):
+    """A run asked for a mirror format the existing mirror cannot switch to as asked."""
+
+
 class ResyncNeededError(OlakeCowError):
     """The source's history cannot give the change set exactly; the mirror must be rebuilt."""

@@ -159,6 +159,13 @@ class IcebergTables:
             update = update.set(key, value)
         update.commit()
 
+    def set_properties_sql(self, namespace: str, table: str, values: Mapping[str, str]) -> None:
+        """Through Spark SQL, which also upgrades the format version when it is among them."""
+        from .identifiers import qualified, sql_string
+
+        pairs = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in values.items())
+        self.session.sql(f"ALTER TABLE {qualified(self.catalog_name, namespace, table)} SET TBLPROPERTIES ({pairs})")
+
     def create_mirror(self, source_ns: str, source: str, ns: str, table: str,
                       location: Optional[str], properties: Mapping[str, str]) -> None:
         """Create the mirror with the source's current schema, partition spec and sort order

@@ -11,8 +11,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from .audit import forbidden_deletes
 from .errors import ConfigError, OlakeCowError
 from .identifiers import qualified, quote, sql_string
+from .modes import MirrorFormat
 from .snapshots import Snapshot, TableState
 
 if TYPE_CHECKING:
@@ -27,6 +29,9 @@ def _timestamp(epoch_ms: int) -> str:
     return "TIMESTAMP '" + moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}+00:00'"
 
 
+DEFAULT_FOLD_RATIO = 0.2  # fold a data file's deletion vector once it deletes a fifth of its rows
+
+
 @dataclass(frozen=True)
 class MaintenanceOptions:
     expire_source_hours: Optional[float] = None
@@ -36,11 +41,18 @@ class MaintenanceOptions:
     remove_orphans_hours: Optional[float] = None
     orphans_dry_run: bool = False
     only: bool = False  # maintenance without merging (the clamps still protect unmerged changes)
+    fold_deletes: bool = False  # dv mirrors: rewrite data files whose deletion vectors delete fold_ratio of them
+    fold_ratio: Optional[float] = None  # None: DEFAULT_FOLD_RATIO
 
     @property
     def requested(self) -> bool:
         return (self.expire_source_hours is not None or self.expire_mirror_hours is not None
-                or self.rewrite_manifests or self.compact_files or self.remove_orphans_hours is not None)
+                or self.rewrite_manifests or self.compact_files or self.remove_orphans_hours is not None
+                or self.fold_deletes)
+
+    @property
+    def ratio(self) -> float:
+        return DEFAULT_FOLD_RATIO if self.fold_ratio is None else self.fold_ratio
 
     def validate(self, names: Optional[Mapping[str, str]] = None) -> "MaintenanceOptions":
         """The rules shared by the command line and the trigger's payloads. ConfigError names the
@@ -50,6 +62,9 @@ class MaintenanceOptions:
             value = getattr(self, key)
             if value is not None and not value >= 0:
                 raise ConfigError(f"{n[key]} must be a number of hours >= 0, got {value}")
+        if self.fold_ratio is not None and not 0 < self.fold_ratio <= 1:
+            raise ConfigError(f"{n['fold_ratio']} must be a fraction of a file's rows, above 0 and at most 1, "
+                              f"got {self.fold_ratio}")
         if self.orphans_dry_run and self.remove_orphans_hours is None:
             raise ConfigError(f"{n['orphans_dry_run']} needs {n['remove_orphans_hours']}")
         if self.only and not self.requested:
@@ -78,6 +93,8 @@ _FLAGS = {
     "remove_orphans_hours": "--remove-orphans-older-than",
     "orphans_dry_run": "--orphans-dry-run",
     "only": "--maintenance-only",
+    "fold_deletes": "--fold-deletes",
+    "fold_ratio": "--fold-ratio",
 }
 
 
@@ -93,9 +110,10 @@ def options_from_payload(value: Any) -> MaintenanceOptions:
                           f"{', '.join(_FLAGS)}")
     fields: Dict[str, Any] = {}
     for key, raw in value.items():
-        if key.endswith("_hours"):
+        if key.endswith("_hours") or key == "fold_ratio":
             if raw is not None and (isinstance(raw, bool) or not isinstance(raw, (int, float))):
-                raise ConfigError(f"'maintenance.{key}' must be a number of hours, got {raw!r}")
+                what = "a fraction" if key == "fold_ratio" else "a number of hours"
+                raise ConfigError(f"'maintenance.{key}' must be {what}, got {raw!r}")
             fields[key] = None if raw is None else float(raw)
         else:
             if not isinstance(raw, bool):
@@ -111,6 +129,7 @@ class MaintenanceResult:
     bytes_removed: int = 0
     manifests_rewritten: int = 0
     files_compacted: int = 0
+    files_folded: int = 0  # dv mirrors: data files rewritten to drop their deletion vectors
     orphan_files: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
 
@@ -171,12 +190,23 @@ class Maintainer:
         rows = self._call("rewrite_manifests", {"table": self._table_arg(ns, table)})
         out.manifests_rewritten += sum(int(r.get("rewritten_manifests_count") or 0) for r in rows)
 
-    def compact(self, ns: str, table: str, out: MaintenanceResult) -> None:
+    def compact(self, ns: str, table: str, fold_ratio: float, out: MaintenanceResult) -> None:
         # The mirror always has a sort order (the source's, else _olake_id): sort within partitions.
-        rows = self._call("rewrite_data_files", {"table": self._table_arg(ns, table),
-                                                 "strategy": "'sort'",
-                                                 "options": "map('min-input-files', '2')"})
+        # Files whose deletion vectors delete at least fold_ratio of their rows are rewritten too.
+        rows = self._call("rewrite_data_files", {
+            "table": self._table_arg(ns, table), "strategy": "'sort'",
+            "options": f"map('min-input-files', '2', 'delete-ratio-threshold', '{fold_ratio:g}')"})
         out.files_compacted += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
+
+    def fold(self, ns: str, table: str, ratio: float, out: MaintenanceResult) -> None:
+        """Rewrite only the data files whose deletion vectors delete at least `ratio` of their rows
+        (sizes do not select files here); their deletion vectors go with them."""
+        options = {"delete-ratio-threshold": f"{ratio:g}", "delete-file-threshold": str(2**31 - 1),
+                   "min-file-size-bytes": "0", "max-file-size-bytes": str(2**62), "min-input-files": "1"}
+        text = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items())
+        rows = self._call("rewrite_data_files", {"table": self._table_arg(ns, table), "strategy": "'binpack'",
+                                                 "options": f"map({text})"})
+        out.files_folded += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
 
     def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
         rows = self._call("remove_orphan_files", {"table": self._table_arg(ns, table),
@@ -186,8 +216,8 @@ class Maintainer:
 
 
 def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_ns: str, mirror_name: str,
-             m: MaintenanceOptions, changes: "ChangeSource", source: TableState, mirror: TableState,
-             say: Callable[..., None]) -> Dict[str, Any]:
+             m: MaintenanceOptions, changes: "ChangeSource", fmt: MirrorFormat, source: TableState,
+             mirror: TableState, say: Callable[..., None]) -> Dict[str, Any]:
     """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
     out, worker = MaintenanceResult(), Maintainer(session, catalog)
     now_ms = int(time.time() * 1000)
@@ -200,15 +230,19 @@ def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_n
             worker.expire(src_ns, source_name, cutoff, out)
     if mirror.exists:
         if m.compact_files:
-            worker.compact(cow_ns, mirror_name, out)
+            worker.compact(cow_ns, mirror_name, m.ratio, out)
+        if m.fold_deletes and fmt == MirrorFormat.DV:
+            worker.fold(cow_ns, mirror_name, m.ratio, out)
         if m.rewrite_manifests:
             worker.rewrite_manifests(cow_ns, mirror_name, out)
         if m.expire_mirror_hours is not None:
             worker.expire(cow_ns, mirror_name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
         after = tables.state(cow_ns, mirror_name)
         snap = after.snapshot(after.current_id)
-        if snap is not None and snap.delete_file_count:
-            raise OlakeCowError(f"{cow_ns}.{mirror_name}: maintenance left delete files in the mirror")
+        left = forbidden_deletes(snap, fmt) if snap is not None else []
+        if left:
+            raise OlakeCowError(f"{cow_ns}.{mirror_name}: maintenance left delete files the mirror must not hold "
+                                f"({', '.join(left)})")
     if m.remove_orphans_hours is not None:
         older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
         if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
@@ -216,7 +250,7 @@ def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_n
         if mirror.exists:
             worker.orphans(cow_ns, mirror_name, older, m.orphans_dry_run, out)
     say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) rewritten, "
-        "%d file(s) compacted, %d orphan file(s)%s", out.snapshots_expired, out.files_removed, out.bytes_removed,
-        out.manifests_rewritten, out.files_compacted, len(out.orphan_files),
+        "%d file(s) compacted, %d folded, %d orphan file(s)%s", out.snapshots_expired, out.files_removed,
+        out.bytes_removed, out.manifests_rewritten, out.files_compacted, out.files_folded, len(out.orphan_files),
         " (dry run: listed, not removed)" if m.orphans_dry_run else "")
     return asdict(out)

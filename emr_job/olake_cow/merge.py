@@ -7,10 +7,11 @@ from typing import Optional, Tuple
 from .audit import audit
 from .change_reader import ChangeSet
 from .changes import ChangeStats, aligned_rows, merge_sql
-from .checkpoint import Marker, staged_for
-from .errors import OlakeCowError
+from .checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
+from .errors import AuditError, OlakeCowError
 from .iceberg import IcebergTables
 from .identifiers import quote
+from .modes import MirrorFormat
 from .snapshots import Snapshot, Summary, TableState
 from .summary import TableResult
 
@@ -51,10 +52,16 @@ class MirrorWriter:
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
 
-    def publish(self, staged: Snapshot, marker: Marker, stats: ChangeStats, parent_records: int,
-                rebuild: bool) -> None:
-        """Audit the staged snapshot, then publish it with the checkpoint (one commit)."""
-        audit(staged, stats.expected_records(parent_records, rebuild), self.result.mirror)
+    def publish(self, staged: Snapshot, marker: Marker, stats: ChangeStats, parent_rows: int,
+                rebuild: bool, fmt: MirrorFormat) -> None:
+        """Audit the staged snapshot, then publish it with the checkpoint (one commit). A snapshot that
+        fails is recorded as rejected on the mirror, so no later run tries to publish it again."""
+        try:
+            audit(staged, stats.expected_records(parent_rows, rebuild), self.result.mirror, fmt)
+        except AuditError:
+            mirror = self.tables.state(self.ns, self.name)
+            self.tables.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
+            raise
         self.tables.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id)
         r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
         r.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)

@@ -57,6 +57,13 @@ class MirrorTable:
         log.info("[%s] created mirror %s.%s (%s mode, %s format)", self.source, self.ns, self.name,
                  self.mode.value, self.fmt.value)
 
+    def upgrade_to_dv(self) -> None:
+        """A cow mirror becomes format version 3 with merge-on-read modes (cannot be undone)."""
+        props = {"format-version": "3", FORMAT_PROPERTY: MirrorFormat.DV.value}
+        props.update(write_mode_properties(merge_on_read=True))
+        self.tables.set_properties_sql(self.ns, self.name, props)
+        log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
+
     def _keep_properties(self, mirror: TableState) -> None:
         """Record the mode on mirrors built before it was recorded; apply an asked file size."""
         wanted = {MODE_PROPERTY: self.mode.value}

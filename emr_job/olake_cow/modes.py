@@ -1,4 +1,5 @@
-"""How a mirror reads its source (`--source-mode`): the choice, and the rules that keep it.
+"""How a mirror reads its source (`--source-mode`) and how it holds changes (`--mirror-format`):
+the choices, and the rules that keep them.
 
 readonly  (default for new mirrors) the job only reads OLake's table: each run merges what changed
           between the source snapshot the mirror holds and the source's current snapshot.
@@ -11,10 +12,10 @@ changes the mode of an existing mirror: asking for the other one is an error tha
 switch.
 """
 from enum import Enum
-from typing import Optional
+from typing import Optional, Tuple
 
-from .checkpoint import MODE_PROPERTY, find_checkpoint
-from .errors import SourceModeError
+from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, find_checkpoint
+from .errors import MirrorFormatError, SourceModeError
 from .snapshots import TableState, ancestors
 
 
@@ -81,3 +82,45 @@ class MirrorFormat(str, Enum):
 
 
 DEFAULT_MIRROR_FORMAT = MirrorFormat.COW
+
+
+def built_format(mirror: TableState) -> Optional[MirrorFormat]:
+    """The mirror's format (mirrors from before the property are copy-on-write); None before it exists."""
+    if not mirror.exists:
+        return None
+    recorded = mirror.properties.get(FORMAT_PROPERTY)
+    return MirrorFormat(recorded) if recorded in (MirrorFormat.COW.value, MirrorFormat.DV.value) else MirrorFormat.COW
+
+
+def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrade: bool = False,
+                   mirror_name: str = "the mirror") -> Tuple[MirrorFormat, bool]:
+    """(the format this run uses, whether it upgrades an existing cow mirror to dv now). A mirror's
+    format never changes silently: cow -> dv needs --upgrade-mirror (in place, irreversible);
+    dv -> cow needs a rebuild."""
+    built = built_format(mirror)
+    if built is None:
+        return requested or DEFAULT_MIRROR_FORMAT, False
+    if requested is None or requested == built:
+        return built, False
+    if built == MirrorFormat.COW:
+        if upgrade:
+            return MirrorFormat.DV, True
+        raise MirrorFormatError(
+            f"{mirror_name} is a cow mirror (format version 2) and --mirror-format dv was asked. Add --upgrade-mirror "
+            "to upgrade it in place to format version 3 with deletion vectors: this cannot be undone, and engines "
+            "that read only format version 2 (Athena, StarRocks) can then no longer read it. Or omit "
+            "--mirror-format to keep cow.")
+    raise MirrorFormatError(
+        f"{mirror_name} is a dv mirror (format version 3) and --mirror-format cow was asked: Iceberg tables cannot go "
+        "back to format version 2, so it must be rebuilt. Drop the mirror; in readonly mode the next run with "
+        "--mirror-format cow rebuilds it from OLake's table (in truncate mode the mirror is the only complete copy: "
+        "copy it to another table first). Or omit --mirror-format to keep dv.")
+
+
+def parse_format(value: Optional[str], what: str = "--mirror-format") -> Optional[MirrorFormat]:
+    if value is None or value == "":
+        return None
+    try:
+        return MirrorFormat(value)
+    except ValueError:
+        raise MirrorFormatError(f"{what} must be cow or dv, got {value!r}") from None

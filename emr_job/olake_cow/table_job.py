@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import planner
+from .audit import live_rows
 from .change_reader import ChangeReader
 from .changes import KEY, ChangeStats, change_stats, key_range, range_condition
 from .changesource import ChangeSource, for_mode
@@ -21,7 +22,7 @@ from .identifiers import qualified
 from .maintenance import MaintenanceOptions, maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
-from .modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_mode
+from .modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from .snapshots import Summary, TableState
 from .spark_session import table_session
 from .summary import TableResult, TableStatus
@@ -43,7 +44,8 @@ class JobOptions:
     maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
     target_file_mb: Optional[int] = None  # None: DEFAULT_TARGET_FILE_MB for new mirrors, keep for others
     source_mode: Optional[SourceMode] = None  # None: the mirror's own; readonly for new mirrors
-    mirror_format: Optional[MirrorFormat] = None
+    mirror_format: Optional[MirrorFormat] = None  # None: the mirror's own; cow for new mirrors
+    upgrade_mirror: bool = False  # allow --mirror-format dv to upgrade an existing cow mirror in place
     verify: bool = False
 
 
@@ -72,6 +74,7 @@ class TableJob:
         self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}")
         self.writer = MirrorWriter(self.session, self.tables, opts.cow_namespace, self.mirror, self.mirror_q,
                                    self.result)
+        self.fmt = opts.mirror_format or DEFAULT_MIRROR_FORMAT
 
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
@@ -89,9 +92,14 @@ class TableJob:
                 raise HistoryError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
             self._key_id(source)  # checked before anything is committed
             mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
-            self.result.source_mode = mode.value
-            self.result.mirror_format = (self.opts.mirror_format or DEFAULT_MIRROR_FORMAT).value
+            self.fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror,
+                                               self.result.mirror)
+            self.result.source_mode, self.result.mirror_format = mode.value, self.fmt.value
             changes = for_mode(mode)
+            if upgrade and not self.opts.dry_run:
+                self._mirror_table(mode).upgrade_to_dv()
+                self.result.notes.append("upgraded the mirror in place to format version 3 (dv)")
+                mirror = self.tables.state(self.opts.cow_namespace, self.mirror)
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
@@ -152,7 +160,7 @@ class TableJob:
     def _mirror_table(self, mode: SourceMode) -> MirrorTable:
         location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
         return MirrorTable(self.tables, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
-                           location, mode, self.opts.mirror_format or DEFAULT_MIRROR_FORMAT, self.opts.target_file_mb)
+                           location, mode, self.fmt, self.opts.target_file_mb)
 
     def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
         merge = step.merge if isinstance(step, planner.Publish) else step
@@ -163,7 +171,7 @@ class TableJob:
                 rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
-        parent_records = parent.summary_int(Summary.TOTAL_RECORDS) if parent else 0
+        parent_rows = live_rows(parent) if parent else 0
         reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
                               source, self.opts.delete_mode)
         with _Clock(self.result, "reading_changes"):
@@ -194,7 +202,7 @@ class TableJob:
             stats = ChangeStats(staged.summary_int(Summary.ADDED_RECORDS), 0, 0, 0)
         with _Clock(self.result, "committing"):
             if staged is not None:
-                self.writer.publish(staged, marker, stats, parent_records, rebuild)
+                self.writer.publish(staged, marker, stats, parent_rows, rebuild, self.fmt)
             else:
                 self.writer.nothing_staged(stats, marker, rebuild)
         self.result.merges += 1
@@ -212,8 +220,8 @@ class TableJob:
         with _Clock(self.result, "maintenance"):
             self.result.maintenance = maintain(self.session, self.tables, self.cfg.catalog_name,
                                                self.opts.source_namespace, self.table, self.opts.cow_namespace,
-                                               self.mirror, self.opts.maintenance, changes, source, mirror,
-                                               self.say)
+                                               self.mirror, self.opts.maintenance, changes, self.fmt, source,
+                                               mirror, self.say)
 
     def _verify(self, mode: SourceMode) -> None:
         from .verify import verify_mirror

@@ -56,8 +56,8 @@ class Lake:
     """A fresh namespace in one catalog, an OLake-like writer, and the job's command line in one
     source mode. In readonly mode every run also checks that it left the source untouched."""
 
-    def __init__(self, spark, destination, tmp_root, kind, mode="readonly"):
-        self.kind, self.mode = kind, mode
+    def __init__(self, spark, destination, tmp_root, kind, mode="readonly", fmt="cow"):
+        self.kind, self.mode, self.fmt = kind, mode, fmt
         self.dest = destination
         self.catalog = destination["writer"]["catalog_name"]
         # Unique across module copies and processes: the JDBC catalog outlives one test.
@@ -71,6 +71,8 @@ class Lake:
 
     def run(self, *args: str) -> int:
         mode = [] if "--source-mode" in args else ["--source-mode", self.mode]
+        if self.fmt != "cow" and "--mirror-format" not in args:
+            mode += ["--mirror-format", self.fmt]
         before = self.source_metadata() if self.mode == "readonly" else None
         code = self.run_raw(*mode, *args)
         if before is not None:
@@ -115,7 +117,7 @@ class Lake:
         (now, or right after source snapshot `at`)."""
         expected = self.writer.model(table).expected(mode) if at is None else self.writer.expected_at(table, at, mode)
         assert expected is not None, f"source snapshot {at} was not made by the writer"
-        _, problems = mirror_problems(self.writer.spark, self.mirror_q(table), self.mirror(table), expected)
+        _, problems = mirror_problems(self.writer.spark, self.mirror_q(table), self.mirror(table), expected, self.fmt)
         assert not problems, "\n".join(problems)
 
 
@@ -154,7 +156,13 @@ def rlake(spark, destinations, tmp_root):
     return Lake(spark, destinations["hadoop"], tmp_root, "hadoop", "readonly")
 
 
+@pytest.fixture(params=MODES)
+def dvlake(request, spark, destinations, tmp_root):
+    """Hadoop-catalog lake with a dv mirror (format version 3, deletion vectors), each source mode."""
+    return Lake(spark, destinations["hadoop"], tmp_root, "hadoop", request.param, "dv")
+
+
 @pytest.fixture
 def make_lake(spark, destinations, tmp_root):
     """Factory: a lake on a given destination dict (e.g. one with extra settings)."""
-    return lambda destination, kind, mode="readonly": Lake(spark, destination, tmp_root, kind, mode)
+    return lambda destination, kind, mode="readonly", fmt="cow": Lake(spark, destination, tmp_root, kind, mode, fmt)

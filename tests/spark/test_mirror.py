@@ -318,7 +318,7 @@ def test_the_mirror_check_flags_a_wrong_row_a_missing_row_and_delete_files(rlake
     spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
     spark.sql(f"DELETE FROM {q} WHERE _olake_id = '5'")
     found = problems()
-    assert "the mirror has delete files" in found and any("spark" in p for p in found)
+    assert any(p.startswith("the mirror has delete files") for p in found) and any("spark" in p for p in found)
 
 
 def test_mirror_file_size_defaults_to_128_mb_and_follows_the_option(rlake):

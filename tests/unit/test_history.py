@@ -210,3 +210,13 @@ def test_readonly_source_expiry_keeps_the_snapshot_the_mirror_holds():
     cutoff, note = source_cutoff(10_000_000, 0.0, floor)
     assert cutoff == 2000 and "kept" in (note or "")
     assert source_cutoff(10_000_000, 1.0, None)[0] is None
+
+
+def test_a_staged_merge_that_failed_its_audit_is_not_published_again():
+    from olake_cow.checkpoint import REJECTED_PROPERTY, with_rejected
+
+    staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
+    mir = mirror(2, staged, current=900)
+    assert isinstance(plan(source(*chain(1, 2, 3)), mir), Publish)
+    rejected = mirror(2, staged, current=900, props={REJECTED_PROPERTY: with_rejected(mir, 901)})
+    assert plan(source(*chain(1, 2, 3)), rejected) == Merge(m(3), 3, False, m(2))

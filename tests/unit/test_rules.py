@@ -6,6 +6,7 @@ from olake_cow.changes import ACTION, escape_glob, merge_sql
 from olake_cow.checkpoint import Marker, parse_marker
 from olake_cow.errors import AuditError, InvalidNameError
 from olake_cow.identifiers import qualified, quote, validate_name
+from olake_cow.modes import MirrorFormat
 from olake_cow.snapshots import Snapshot
 
 pytestmark = pytest.mark.unit
@@ -17,9 +18,22 @@ def test_audit_refuses_delete_files_and_wrong_counts():
                                             "total-equality-deletes": "3"})
     audit(good, 5, "m")
     assert audit_problems(bad, 5) == ["total-delete-files=1", "total-equality-deletes=3",
-                                      "total-records=6, expected 5"]
+                                      "rows=6 (total-records minus deleted positions), expected 5"]
     with pytest.raises(AuditError, match="staged snapshot 2 failed its audit"):
         audit(bad, 5, "m")
+
+
+def test_a_dv_mirror_may_hold_deletion_vectors_and_nothing_else():
+    dvs = {"total-records": "12", "total-delete-files": "2", "total-position-deletes": "2", "added-dvs": "1"}
+    audit(Snapshot(1, None, 1, "overwrite", dvs), 10, "m", MirrorFormat.DV)
+    assert audit_problems(Snapshot(1, None, 1, "overwrite", dvs), 10, MirrorFormat.COW) == [
+        "total-delete-files=2", "total-position-deletes=2"]
+    v2_file = {**dvs, "added-position-delete-files": "1"}
+    equality = {**dvs, "added-equality-delete-files": "1", "total-equality-deletes": "4"}
+    assert audit_problems(Snapshot(2, 1, 2, "overwrite", v2_file), 10, MirrorFormat.DV) == [
+        "added-position-delete-files=1"]
+    with pytest.raises(AuditError, match="total-equality-deletes=4; added-equality-delete-files=1"):
+        audit(Snapshot(3, 1, 3, "overwrite", equality), 10, "m", MirrorFormat.DV)
 
 
 @pytest.mark.parametrize("value", [None, "", "x", "olake-cow:u", "olake-cow::5", "olake-cow:u:x",

@@ -1,0 +1,150 @@
+"""dv mirrors (format version 3, merge-on-read with deletion vectors) on real Spark + Iceberg:
+the mirror equals the independent model, holds deletion vectors and no other delete file, a merge
+rewrites no existing data file, maintenance folds the vectors, crashes recover, the audit refuses
+an equality delete, and a mirror's format never changes silently."""
+import json
+import os
+
+import pytest
+from tests.spark.test_recovery import run_crashing
+
+from olake_cow import iceberg, merge
+from olake_cow.snapshots import ancestors
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(a, b):
+    return [{"_olake_id": str(i), "v": i, "s": f"s{i}"} for i in range(a, b)]
+
+
+def summary_of(lake, *args, name="s"):
+    path = os.path.join(lake.dest_path + f".{name}-{len(args)}.json")
+    code = lake.run("--summary-out", path, *args)
+    with open(path, encoding="utf-8") as f:
+        return code, json.load(f)["tables"][0]
+
+
+def merges(lake, table="t"):
+    """The mirror's published merge snapshots after its first build, oldest first."""
+    chain, _ = ancestors(lake.mirror(table))
+    return [s for s in chain if "wap.id" in s.summary or "published-wap-id" in s.summary][1:]
+
+
+def test_a_dv_mirror_equals_the_model_through_every_kind_of_change(dvlake):
+    lake = dvlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 60), chunk=20)
+    assert lake.run() == 0
+    assert lake.mirror("t").format_version == 3
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"},
+                             {"_olake_id": "70", "_op_type": "c", "v": 70}], pure_deletes=["3"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    lake.writer.commit("t", [{"_olake_id": "30", "_op_type": "c", "v": 1}, {"_olake_id": "30", "_op_type": "u", "v": 2},
+                             {"_olake_id": "4", "_op_type": "u", "v": 41}, {"_olake_id": "4", "_op_type": "u", "v": 42}],
+                       dedupe=False)
+    lake.writer.add_column("t", "extra", "string")
+    lake.writer.widen_column("t", "v", "bigint")
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 2**40, "extra": "e"}], pure_deletes=["6", "7"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    lake.writer.commit("t", [{"_olake_id": "8", "_op_type": "d"}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    for snap in merges(lake):
+        assert snap.summary_int("deleted-data-files") == 0, "a dv merge rewrote a data file"
+        assert snap.summary_int("added-equality-delete-files") == snap.summary_int("added-position-delete-files") == 0
+    assert sum(s.summary_int("added-dvs") for s in merges(lake)) >= 2
+    assert lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-delete-files") > 0
+
+
+def test_maintenance_folds_the_deletion_vectors(dvlake):
+    lake = dvlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 100))
+    assert lake.run() == 0
+    for n in range(3):
+        lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": 1000 + k} for k in range(n, 100, 7)],
+                           pure_deletes=[str(50 + n)])
+        assert lake.run() == 0
+    assert lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-delete-files") > 0
+    code, summary = summary_of(lake, "--fold-deletes", "--fold-ratio", "0.05")
+    assert code == 0, summary
+    assert summary["maintenance"]["files_folded"] >= 1
+    current = lake.mirror("t").snapshot(lake.mirror("t").current_id)
+    assert current.summary_int("total-delete-files") == 0 and current.summary_int("total-position-deletes") == 0
+    lake.assert_mirror_matches("t")
+
+
+@pytest.mark.parametrize("where", [("after", merge.MirrorWriter, "stage"), ("after", iceberg.IcebergTables, "publish")],
+                         ids=["staged-not-published", "published"])
+def test_a_crash_around_the_publish_of_a_dv_merge_is_finished_by_the_next_run(dvlake, monkeypatch, where):
+    lake = dvlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 30))
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
+                       pure_deletes=["3"])
+    run_crashing(lake, monkeypatch, where[1], where[2], where[0])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_the_audit_refuses_a_staged_dv_snapshot_that_carries_an_equality_delete(spark, destinations, make_lake,
+                                                                                monkeypatch):
+    from testkit.model import TableModel
+
+    lake = make_lake(destinations["hadoop"], "hadoop", "readonly", "dv")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 20))
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}])
+    before = lake.mirror("t")
+    real_stage = merge.MirrorWriter.stage
+
+    def stage_with_an_equality_delete(self, cs, marker, mirror, keys=None):
+        staged = real_stage(self, cs, marker, mirror, keys)
+        t = self.tables.load(self.ns, self.name)
+        deletes = lake.writer._eq_delete_files(t, ["9"], TableModel(), [])
+        delta = t.newRowDelta()
+        for f in deletes:
+            delta.addDeletes(f)
+        delta.set("wap.id", marker.wap_id).stageOnly().commit()  # staged like a merge, with an equality delete
+        after = self.tables.state(self.ns, self.name)
+        return max((s for s in after.snapshots if s.summary.get("wap.id") == marker.wap_id and
+                    s.snapshot_id != staged.snapshot_id), key=lambda s: s.timestamp_ms)
+
+    monkeypatch.setattr(merge.MirrorWriter, "stage", stage_with_an_equality_delete)
+    code, summary = summary_of(lake, name="audit")
+    assert code == 1 and "failed its audit" in summary["error"] and "equality" in summary["error"], summary
+    assert lake.mirror("t").current_id == before.current_id  # nothing published
+    monkeypatch.undo()
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_mirrors_format_changes_only_when_asked_and_the_upgrade_is_in_place(spark, destinations, make_lake,
+                                                                              capsys):
+    lake = make_lake(destinations["hadoop"], "hadoop", "readonly", "cow")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 20))
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}])
+    before = lake.mirror("t")
+    assert lake.run("--mirror-format", "dv") == 1
+    assert "--upgrade-mirror" in capsys.readouterr().out
+    assert lake.mirror("t").metadata_location == before.metadata_location
+    assert lake.run("--mirror-format", "dv", "--upgrade-mirror") == 0
+    upgraded = lake.mirror("t")
+    assert upgraded.format_version == 3 and upgraded.properties["olake-cow.mirror-format"] == "dv"
+    assert upgraded.properties["write.merge.mode"] == "merge-on-read"
+    lake.fmt = "dv"
+    lake.assert_mirror_matches("t")
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200}])
+    assert lake.run() == 0  # without the option the mirror keeps dv
+    assert merges(lake)[-1].summary_int("added-dvs") == 1
+    lake.assert_mirror_matches("t")
+    assert lake.run("--mirror-format", "cow") == 1
+    assert "cannot go back to format version 2" in capsys.readouterr().out
