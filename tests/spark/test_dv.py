@@ -42,9 +42,9 @@ def test_a_dv_mirror_equals_the_model_through_every_kind_of_change(dvlake):
                              {"_olake_id": "70", "_op_type": "c", "v": 70}], pure_deletes=["3"])
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
-    lake.writer.commit("t", [{"_olake_id": "30", "_op_type": "c", "v": 1}, {"_olake_id": "30", "_op_type": "u", "v": 2},
-                             {"_olake_id": "4", "_op_type": "u", "v": 41}, {"_olake_id": "4", "_op_type": "u", "v": 42}],
-                       dedupe=False)
+    twice = [{"_olake_id": "30", "_op_type": "c", "v": 1}, {"_olake_id": "30", "_op_type": "u", "v": 2},
+             {"_olake_id": "4", "_op_type": "u", "v": 41}, {"_olake_id": "4", "_op_type": "u", "v": 42}]
+    lake.writer.commit("t", twice, dedupe=False)  # OLake #1189: both rows of a key left visible
     lake.writer.add_column("t", "extra", "string")
     lake.writer.widen_column("t", "v", "bigint")
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 2**40, "extra": "e"}], pure_deletes=["6", "7"])
