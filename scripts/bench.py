@@ -1,13 +1,24 @@
-"""`make bench`: OLake-like workloads written with the project's writer, the job run on them, and
-two baselines measured in the same Spark session (a plain copy of the resolved source, the floor
-for a full load; a full rebuild of the mirror, what a naive job does on every cycle).
+"""`make bench`: mirror runs on OLake-shaped tables, measured inside one local Spark session.
+
+Workloads: `_olake_id` as OLake writes it (the plain decimal string of an integer key, or the hex MD5
+of a composite key), changes concentrated on the newest keys or spread uniformly, two table sizes
+with the job's default file size and one smaller file size. On each workload, from the same CDC
+batches on identical copies of the source:
+  cow       the job, readonly mode, copy-on-write mirror (the default)
+  dv        the job, readonly mode, deletion-vector mirror (format version 3)
+  truncate  the job, truncate mode, copy-on-write mirror
+  script    OLake's published MOR-to-COW script (`--script PATH`: its blog text or a .py copy;
+            read at run time, see scripts/baseline.py), optional
+and a plain copy of the resolved source as the floor of a full load. Per run: time in the job (the
+Spark session is up, as on EMR after start-up), files and bytes read and rewritten.
 
 Writes docs/bench.json, docs/bench.png and the results section of docs/BENCHMARKS.md.
 
-    .venv/bin/python scripts/bench.py                 # the documented run (about 15 minutes on 2 cores)
-    .venv/bin/python scripts/bench.py --quick         # small sizes, a smoke test of the harness
+    .venv/bin/python scripts/bench.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
+    .venv/bin/python scripts/bench.py --quick            # small sizes: checks the harness
 """
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -17,10 +28,11 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from typing import Any, Dict, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
+sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
 os.environ.setdefault("OLAKE_COW_DRIVER_MEMORY", "6g")
 
 from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
@@ -32,57 +44,73 @@ from olake_cow.identifiers import qualified  # noqa: E402
 CATALOG = "bench"
 COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),
            ("created", "timestamp"), ("customer", "string"), ("address", "string")]
+SYSTEMS = ("cow", "dv", "truncate", "script")
 MARKER_START, MARKER_END = "<!-- bench:results -->", "<!-- /bench:results -->"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000, help="rows of the main table (default 1M)")
+    p.add_argument("--rows", type=int, default=1_000_000, help="rows of the smaller table (default 1M)")
     p.add_argument("--scale", type=int, default=4, help="the larger table is this many times bigger (default 4)")
-    p.add_argument("--change-fraction", type=float, default=0.005,
-                   help="keys changed per CDC cycle, as a fraction of --rows (default 0.005)")
-    p.add_argument("--skew", choices=("recent", "uniform"), default="recent",
-                   help="which keys change: among the newest (10 x changes) keys, as in order tables, "
-                        "or any (default recent)")
-    p.add_argument("--target-file-size-mb", type=int, default=8,
-                   help="the mirror's file size (default 8: the 1M-row table is ~90 MB, so it has the file "
-                        "count of a 1.4 GB table with the job's default 128 MB files)")
-    p.add_argument("--cycles", type=int, default=3, help="CDC cycles per table (default 3)")
-    p.add_argument("--tables", type=int, default=50, help="tables in the many-tables case (default 50)")
-    p.add_argument("--table-rows", type=int, default=10_000, help="rows per table there (default 10k)")
-    p.add_argument("--parallelism", type=int, default=8, help="tables at once in the many-tables case")
+    p.add_argument("--changes", type=int, default=5_000, help="keys changed per CDC cycle, at every size (default "
+                                                              "5,000 = 0.5%% of 1M)")
+    p.add_argument("--recent", type=int, default=100_000,
+                   help="'recent' changes pick keys among this many newest keys (default 100,000)")
+    p.add_argument("--keys", default="decimal,md5", help="key formats: decimal, md5 (default both)")
+    p.add_argument("--skews", default="recent,uniform", help="change distributions (default both)")
+    p.add_argument("--small-file-mb", type=int, default=8,
+                   help="the smaller mirror file size, measured on the smaller table (default 8; 0 = skip)")
+    p.add_argument("--cycles", type=int, default=3, help="CDC cycles per workload (default 3)")
+    p.add_argument("--systems", default="cow,dv,truncate,script", help="what to measure (default all)")
+    p.add_argument("--script", metavar="PATH",
+                   help="OLake's published script: the blog text (shared/seeds/000_...txt) or a .py copy")
     p.add_argument("--quick", action="store_true", help="small sizes: checks the harness, not the targets")
     p.add_argument("--out", default=os.path.join(ROOT, "docs"), help="folder for bench.json and bench.png")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
     args = p.parse_args(argv)
     if args.quick:
-        args.rows, args.tables, args.table_rows, args.cycles = 20_000, 6, 500, 2
+        args.rows, args.changes, args.recent, args.cycles = 20_000, 200, 2_000, 2
+    args.systems = [s for s in args.systems.split(",") if s and (s != "script" or args.script)]
+    bad = set(args.systems) - set(SYSTEMS)
+    if bad:
+        p.error(f"--systems: unknown {sorted(bad)}; choose from {', '.join(SYSTEMS)}")
     return args
 
 
-class Bench:
-    def __init__(self, args: argparse.Namespace, work: str) -> None:
-        self.args, self.work = args, work
-        self.dest = hadoop_destination(os.path.join(work, "warehouse"), CATALOG)
-        self.dest_path = write_destination(os.path.join(work, "destination.json"), self.dest)
-        extra = {"spark.sql.shuffle.partitions": "8", "spark.default.parallelism": "4"}
-        self.root, self.cfg = local_session(self.dest, extra)
-        self.spark = writer_session(self.root, self.cfg)
-        self.rng = random.Random(42)
-        self.results: Dict[str, Any] = {"settings": {k: v for k, v in vars(args).items() if k != "out"}}
+def md5_key(i: int) -> str:
+    """OLake's key for a composite primary key (id, tenant): MD5 of the values, each followed by '|'."""
+    return hashlib.md5(f"{i}|t{i % 7}|".encode()).hexdigest()
 
-    # --- workload -----------------------------------------------------------------------------
-    def source(self, ns: str, table: str, rows: int) -> OlakeWriter:
-        """An OLake table after its full refresh: `rows` rows in append-only commits."""
-        writer = OlakeWriter(writer_session(self.root, self.cfg), CATALOG, ns)
-        writer.create_table(table, COLUMNS)
+
+class Workload:
+    """Identical OLake-like sources (one per system that needs its own), the same CDC batches on each."""
+
+    def __init__(self, bench: "Bench", name: str, key: str, skew: str, rows: int, file_mb: Optional[int]):
+        self.bench, self.name, self.key, self.skew, self.rows, self.file_mb = bench, name, key, skew, rows, file_mb
+        self.rng = random.Random(zlib.crc32(name.encode()))  # the same batches on every run of the bench
+        self.next_id = rows
+        # readonly cow and dv read one source; truncate mode and the script each truncate their own copy.
+        self.sources = {"shared": f"{name}_src"}
+        if "truncate" in bench.args.systems:
+            self.sources["truncate"] = f"{name}_trunc"
+        if "script" in bench.args.systems:
+            self.sources["script"] = f"{name}_script"
+        self.writers = {k: OlakeWriter(writer_session(bench.root, bench.cfg), CATALOG, ns)
+                        for k, ns in self.sources.items()}
+
+    def key_of(self, i: int) -> str:
+        return str(i) if self.key == "decimal" else md5_key(i)
+
+    def backfill(self) -> None:
         from pyspark.sql import functions as F
 
+        spark = self.bench.spark
+        key = (F.col("id").cast("string") if self.key == "decimal"
+               else F.md5(F.concat(F.col("id").cast("string"), F.lit("|t"), (F.col("id") % 7).cast("string"),
+                                   F.lit("|"))))
         h = F.sha2(F.col("id").cast("string"), 256)  # row content that compresses like real data
-        df = self.spark.range(rows).select(
-            F.format_string("k%010d", F.col("id")).alias("_olake_id"),
-            (F.rand(1) * 1000).cast("int").alias("v"),
-            (F.rand(2) * 10000).alias("amount"),
+        df = spark.range(self.rows).select(
+            key.alias("_olake_id"), (F.rand(1) * 1000).cast("int").alias("v"), (F.rand(2) * 10000).alias("amount"),
             F.element_at(F.array(*[F.lit(s) for s in ("new", "paid", "shipped", "done")]),
                          (F.col("id") % 4 + 1).cast("int")).alias("status"),
             F.concat(F.lit("note "), F.substring(h, 1, 24)).alias("note"),
@@ -90,206 +118,250 @@ class Bench:
             F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id")).alias("created"),
             F.substring(h, 25, 16).alias("customer"),
             F.concat(F.substring(h, 41, 24), F.lit(" street")).alias("address"),
-            F.lit("r").alias("_op_type"),
-            F.current_timestamp().alias("_olake_timestamp"),
+            F.lit("r").alias("_op_type"), F.current_timestamp().alias("_olake_timestamp"),
             F.timestamp_seconds(F.lit(0)).alias("_cdc_timestamp"))
-        df.writeTo(qualified(CATALOG, ns, table)).append()
-        writer.next_key = rows  # type: ignore[attr-defined]
-        writer.size = rows  # type: ignore[attr-defined]
-        return writer
+        for writer in self.writers.values():
+            writer.create_table("orders", COLUMNS)
+            df.writeTo(qualified(CATALOG, writer.namespace, "orders")).append()
 
-    def cdc_batch(self, writer: OlakeWriter, table: str, changes: int) -> int:
-        """One OLake CDC commit touching `changes` keys: updates, inserts, tombstones, pure deletes."""
-        size = writer.size  # type: ignore[attr-defined]
-        # recent: among the newest 10x `changes` keys, whatever the table's size (open orders)
-        lo = max(0, size - 10 * changes) if self.args.skew == "recent" else 0
-        keys = self.rng.sample(range(lo, size), min(changes, size - lo))
+    def cdc_batch(self) -> int:
+        """One OLake CDC commit of `--changes` keys on every copy: 60% updates, 10% tombstones,
+        10% pure deletes, 20% inserts of new keys."""
+        args = self.bench.args
+        size = self.next_id
+        lo = max(0, size - args.recent) if self.skew == "recent" else 0
+        ids = self.rng.sample(range(lo, size), min(args.changes, size - lo))
         rows, pure = [], []
-        for i, k in enumerate(keys):
-            key = f"k{k:010d}"
-            kind = i % 10
+        for n, i in enumerate(ids):
+            kind = n % 10
             if kind < 6:
-                rows.append(self._row(key, "u", k))
+                rows.append(self._row(self.key_of(i), "u", i))
             elif kind < 7:
-                rows.append({"_olake_id": key, "_op_type": "d"})
+                rows.append({"_olake_id": self.key_of(i), "_op_type": "d"})
             elif kind < 8:
-                pure.append(key)
-            else:  # inserts of new keys (the newest, as an order table grows)
-                n = writer.next_key  # type: ignore[attr-defined]
-                writer.next_key = n + 1  # type: ignore[attr-defined]
-                rows.append(self._row(f"k{n:010d}", "c", n))
-        writer.commit(table, rows, pure_deletes=pure)
-        return len(keys)
+                pure.append(self.key_of(i))
+            else:
+                rows.append(self._row(self.key_of(self.next_id), "c", self.next_id))
+                self.next_id += 1
+        for writer in self.writers.values():
+            writer.commit("orders", rows, pure_deletes=pure)
+        return len(ids)
 
-    def _row(self, key: str, op: str, k: int) -> Dict[str, Any]:
+    def _row(self, key: str, op: str, i: int) -> Dict[str, Any]:
         import datetime as dt
 
-        return {"_olake_id": key, "_op_type": op, "v": self.rng.randint(0, 999), "amount": self.rng.random() * 1e4,
-                "status": "updated", "note": f"changed {self.rng.getrandbits(96):024x}", "qty": k,
+        r = self.rng
+        return {"_olake_id": key, "_op_type": op, "v": r.randint(0, 999), "amount": r.random() * 1e4,
+                "status": "updated", "note": f"changed {r.getrandbits(96):024x}", "qty": i,
                 "created": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
-                "customer": f"{self.rng.getrandbits(64):016x}", "address": f"{self.rng.getrandbits(96):024x} street"}
+                "customer": f"{r.getrandbits(64):016x}", "address": f"{r.getrandbits(96):024x} street"}
+
+    # --- running the systems -------------------------------------------------------------------
+    def run(self, system: str) -> Dict[str, Any]:
+        if system == "script":
+            return self.bench.script_run(self.sources["script"])
+        ns = self.sources["truncate" if system == "truncate" else "shared"]
+        mode = "truncate" if system == "truncate" else "readonly"
+        args = ["--cow-namespace", f"{ns}_{system}", "--source-mode", mode,
+                "--mirror-format", "dv" if system == "dv" else "cow"]
+        if self.file_mb:
+            args += ["--target-file-size-mb", str(self.file_mb)]
+        return self.bench.job(ns, *args)
+
+    def verify(self, system: str) -> Dict[str, Any]:
+        ns = self.sources["shared"]
+        return self.bench.job(ns, "--cow-namespace", f"{ns}_{system}", "--verify")
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, work: str) -> None:
+        self.args, self.work = args, work
+        # A file: URI, so that the script's CREATE TABLE ... LOCATION (qualified by Spark) matches the
+        # location the file-system catalog expects.
+        self.warehouse = "file:" + os.path.join(work, "warehouse")
+        self.dest = hadoop_destination(self.warehouse, CATALOG)
+        self.dest_path = write_destination(os.path.join(work, "destination.json"), self.dest)
+        extra = {"spark.sql.shuffle.partitions": "8", "spark.default.parallelism": "4"}
+        self.root, self.cfg = local_session(self.dest, extra)
+        self.spark = writer_session(self.root, self.cfg)
+        self.results: Dict[str, Any] = {"settings": {k: v for k, v in vars(args).items() if k != "out"},
+                                        "workloads": []}
 
     # --- measurements -------------------------------------------------------------------------
     def job(self, ns: str, *args: str) -> Dict[str, Any]:
         path = os.path.join(self.work, f"summary-{time.monotonic_ns()}.json")
         t0 = time.monotonic()
         code = job_main(["--destination-details", self.dest_path, "--source-namespace", ns, "--quiet",
-                         "--summary-out", path, "--target-file-size-mb", str(self.args.target_file_size_mb), *args])
+                         "--summary-out", path, *args])
         wall = time.monotonic() - t0
         with open(path, encoding="utf-8") as f:
             summary = json.load(f)
+        [t] = summary["tables"]
         if code != 0:
-            raise SystemExit(f"bench: the job failed on {ns}: {json.dumps(summary['tables'])[:2000]}")
-        tables = summary["tables"]
-        return {
-            "wall_s": round(wall, 2),
-            "job_s": round(sum(t["duration_s"] for t in tables), 2) if len(tables) == 1 else round(wall, 2),
-            "rows_changed": sum(t["rows_inserted"] + t["rows_updated"] + t["rows_deleted"] for t in tables),
-            "files_read": sum(t.get("files_read", 0) for t in tables),
-            "bytes_read": sum(t.get("bytes_read", 0) for t in tables),
-            "files_written": sum(t["files_written"] for t in tables),
-            "bytes_written": sum(t["bytes_written"] for t in tables),
-            "timings_s": _sum_timings(tables),
-        }
+            raise SystemExit(f"bench: the job failed on {ns} {args}: {json.dumps(t)[:2000]}")
+        return {"job_s": round(t["duration_s"], 2), "wall_s": round(wall, 2),
+                "rows_changed": t["rows_upserted"] + t["rows_deleted"],
+                "files_read": t["files_read"], "bytes_read": t["bytes_read"], "files_rewritten": t["files_rewritten"],
+                "files_written": t["files_written"], "bytes_written": t["bytes_written"],
+                "timings_s": t["timings_s"], "verify": t.get("verify")}
 
-    def timed(self, sql: str) -> float:
+    def script_run(self, ns: str) -> Dict[str, Any]:
+        """One run of the published script on one table, with its I/O read from the snapshots."""
+        from baseline import load
+
+        from olake_cow.iceberg import IcebergTables
+
+        cow_ns = f"{ns}_script"
+        # Its own session: the script leaves `spark.wap.id` set (to "") on the session it is given.
+        module = load(self.args.script, writer_session(self.root, self.cfg), CATALOG, ns, cow_ns,
+                      f"{self.warehouse}/{cow_ns}")
+        module.ensure_namespace_exists(CATALOG, cow_ns)
+        tables = IcebergTables(self.spark, CATALOG)
+        before = tables.state(cow_ns, "orders_cow")
         t0 = time.monotonic()
-        self.spark.sql(sql).collect()
-        return round(time.monotonic() - t0, 2)
+        import contextlib
+        import io
 
-    def plain_copy(self, ns: str, table: str) -> float:
+        with contextlib.redirect_stdout(io.StringIO()):
+            module.run_compaction_cycle_for_table(f"{CATALOG}.{ns}.orders")
+        secs = time.monotonic() - t0
+        source, after = tables.state(ns, "orders"), tables.state(cow_ns, "orders_cow")
+        boundary = source.snapshot(source.current_id)
+        change = source.snapshot(boundary.parent_id) if boundary else None
+        new = [s for s in after.snapshots if s.snapshot_id not in {b.snapshot_id for b in before.snapshots}]
+        out = {"job_s": round(secs, 2), "wall_s": round(secs, 2), "rows_changed": None,
+               "files_read": 0, "bytes_read": 0, "files_rewritten": 0, "files_written": 0, "bytes_written": 0}
+        if change is not None:
+            out["files_read"] += change.summary_int("total-data-files") + change.summary_int("total-delete-files")
+            out["bytes_read"] += change.summary_int("total-files-size")
+        for s in new:
+            out["files_rewritten"] += s.summary_int("deleted-data-files")
+            out["files_read"] += s.summary_int("deleted-data-files")
+            out["bytes_read"] += s.summary_int("removed-files-size")
+            out["files_written"] += s.summary_int("added-data-files")
+            out["bytes_written"] += s.summary_int("added-files-size")
+        return out
+
+    def plain_copy(self, ns: str) -> float:
         """The floor for a full load: read the resolved source, write it to a new table."""
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.{ns}_baseline")
-        target = qualified(CATALOG, f"{ns}_baseline", f"{table}_plain_copy")
-        return self.timed(f"CREATE TABLE {target} USING iceberg AS SELECT * FROM {qualified(CATALOG, ns, table)}")
-
-    def full_rebuild(self, ns: str, table: str) -> float:
-        """What a naive job does each cycle: rewrite the whole resolved table (here from the
-        mirror, which is cheaper than resolving the source's deletes, so a generous baseline)."""
-        mirror = qualified(CATALOG, f"{ns}_cow", f"{table}_cow")
-        target = qualified(CATALOG, f"{ns}_baseline", f"{table}_rebuild")
-        self.spark.sql(f"CREATE TABLE IF NOT EXISTS {target} USING iceberg AS SELECT * FROM {mirror} LIMIT 0")
-        self.spark.sql(f"ALTER TABLE {target} WRITE ORDERED BY _olake_id")
-        return self.timed(f"INSERT OVERWRITE {target} SELECT * FROM {mirror}")
+        target = qualified(CATALOG, f"{ns}_baseline", "orders_plain_copy")
+        t0 = time.monotonic()
+        self.spark.sql(f"CREATE TABLE {target} USING iceberg AS SELECT * FROM {qualified(CATALOG, ns, 'orders')}")
+        return round(time.monotonic() - t0, 2)
 
     # --- scenarios ----------------------------------------------------------------------------
-    def warm_up(self) -> None:
-        w = self.source("warmup", "w", 1000)
-        self.job("warmup")
-        self.cdc_batch(w, "w", 10)
-        self.job("warmup")
-        self.plain_copy("warmup", "w")
-
-    def single(self, name: str, rows: int) -> Dict[str, Any]:
-        ns = f"single_{name}"
-        print(f"-- {name}: {rows:,} rows", flush=True)
-        writer = self.source(ns, "orders", rows)
-        out: Dict[str, Any] = {"rows": rows, "plain_copy_s": self.plain_copy(ns, "orders")}
-        out["full_load"] = self.job(ns)
-        print(f"   full load {out['full_load']['job_s']} s, plain copy {out['plain_copy_s']} s", flush=True)
-        changes = max(1, int(self.args.rows * self.args.change_fraction))  # the same count at every size
-        out["changes_per_cycle"] = changes
-        out["cycles"] = []
+    def workload(self, key: str, skew: str, rows: int, file_mb: Optional[int]) -> Dict[str, Any]:
+        name = f"{key}_{skew}_{rows}" + (f"_{file_mb}mb" if file_mb else "")
+        print(f"-- {name}: {rows:,} rows, {key} keys, {skew} changes, "
+              f"{file_mb or 'default'} MB files", flush=True)
+        w = Workload(self, name, key, skew, rows, file_mb)
+        w.backfill()
+        out: Dict[str, Any] = {"name": name, "key": key, "skew": skew, "rows": rows, "file_mb": file_mb or 128,
+                               "changes": self.args.changes, "full_load": {},
+                               "cycles": {s: [] for s in self.args.systems}}
+        out["plain_copy_s"] = self.plain_copy(w.sources["shared"])
+        for system in self.args.systems:
+            out["full_load"][system] = w.run(system)
+        print("   full load " + ", ".join(f"{s} {out['full_load'][s]['job_s']} s" for s in self.args.systems)
+              + f"; plain copy {out['plain_copy_s']} s", flush=True)
         for c in range(self.args.cycles):
-            self.cdc_batch(writer, "orders", changes)
-            run = self.job(ns)
-            out["cycles"].append(run)
-            print(f"   cycle {c + 1}: {run['job_s']} s, {run['rows_changed']} rows, "
-                  f"{run['files_read']} files read, {run['files_written']} written", flush=True)
-        out["incremental_s"] = round(statistics.median(c["job_s"] for c in out["cycles"]), 2)
-        out["full_rebuild_s"] = round(statistics.median(self.full_rebuild(ns, "orders") for _ in range(2)), 2)
-        print(f"   incremental {out['incremental_s']} s vs full rebuild {out['full_rebuild_s']} s", flush=True)
+            w.cdc_batch()
+            for system in self.args.systems:
+                out["cycles"][system].append(w.run(system))
+            print(f"   cycle {c + 1}: " + ", ".join(f"{s} {out['cycles'][s][-1]['job_s']} s"
+                                                   for s in self.args.systems), flush=True)
+        out["incremental_s"] = {s: round(statistics.median(r["job_s"] for r in runs), 2)
+                                for s, runs in out["cycles"].items()}
+        out["verified"] = {s: w.verify(s)["verify"] for s in ("cow", "dv") if s in self.args.systems}
+        bad = {s: v for s, v in out["verified"].items() if not (v or {}).get("ok")}
+        if bad:
+            raise SystemExit(f"bench: a mirror differs from its source on {name}: {bad}")
         return out
 
-    def many(self) -> Dict[str, Any]:
-        n, rows = self.args.tables, self.args.table_rows
-        print(f"-- many tables: {n} x {rows:,} rows", flush=True)
-        out: Dict[str, Any] = {"tables": n, "rows_per_table": rows, "parallelism": self.args.parallelism}
-        for mode, par in (("sequential", 1), ("parallel", self.args.parallelism)):
-            ns = f"many_{mode}"
-            writers = [(self.source(ns, f"t{i:03d}", rows), f"t{i:03d}") for i in range(n)]
-            full = self.job(ns, "--parallelism", str(par))
-            for w, t in writers:
-                self.cdc_batch(w, t, max(1, int(rows * 0.01)))
-            inc = self.job(ns, "--parallelism", str(par))
-            out[mode] = {"full_load_s": full["wall_s"], "incremental_s": inc["wall_s"]}
-            print(f"   {mode} (parallelism {par}): full load {full['wall_s']} s, incremental {inc['wall_s']} s",
-                  flush=True)
-        return out
+    def warm_up(self) -> None:
+        w = Workload(self, "warmup", "decimal", "recent", 2000, None)
+        w.backfill()
+        for system in self.args.systems:
+            w.run(system)
+        w.cdc_batch()
+        for system in self.args.systems:
+            w.run(system)
 
     def run(self) -> Dict[str, Any]:
         t0 = time.monotonic()
         self.warm_up()
-        self.results["small"] = self.single("small", self.args.rows)
-        self.results["large"] = self.single("large", self.args.rows * self.args.scale)
-        self.results["many"] = self.many()
+        a = self.args
+        small, large = a.rows, a.rows * a.scale
+        for key in a.keys.split(","):
+            for skew in a.skews.split(","):
+                sizes = [(small, None), (large, None)] + ([(small, a.small_file_mb)] if a.small_file_mb else [])
+                for rows, mb in sizes:
+                    self.results["workloads"].append(self.workload(key, skew, rows, mb))
         self.results["total_s"] = round(time.monotonic() - t0, 1)
         self.results["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                                    "spark": self.spark.version, "master": self.spark.sparkContext.master}
         return self.results
 
 
-def _sum_timings(tables: List[Dict[str, Any]]) -> Dict[str, float]:
-    out: Dict[str, float] = {}
-    for t in tables:
-        for k, v in (t.get("timings_s") or {}).items():
-            out[k] = round(out.get(k, 0.0) + v, 3)
+# --- targets and reports ------------------------------------------------------------------------
+def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
+    ws = r["workloads"]
+    small = r["settings"]["rows"]
+    out: List[Dict[str, Any]] = []
+    at_small = [w for w in ws if w["rows"] == small and w["file_mb"] == 128]
+    if "script" in r["settings"]["systems"]:
+        for w in [w for w in ws if w["rows"] == small]:
+            inc = w["incremental_s"]
+            if "dv" in inc:
+                ratio = inc["script"] / inc["dv"]
+                out.append({"target": f"dv at least 3x faster than the script: {w['name']}", "value": f"{ratio:.2f}x",
+                            "met": ratio >= 3})
+        for w in ws:
+            inc = w["incremental_s"]
+            if "cow" in inc:
+                ratio = inc["script"] / inc["cow"]
+                need = 2.0 if (w["key"], w["skew"]) == ("decimal", "recent") else 1.0
+                out.append({"target": f"cow {'at least 2x faster than' if need > 1 else 'no slower than'} the script: "
+                                      f"{w['name']}", "value": f"{ratio:.2f}x", "met": ratio >= need})
+    for w in at_small:
+        big = [b for b in ws if (b["key"], b["skew"], b["file_mb"]) == (w["key"], w["skew"], 128)
+               and b["rows"] > w["rows"]]
+        if big and "dv" in w["incremental_s"]:
+            growth = big[0]["incremental_s"]["dv"] / w["incremental_s"]["dv"]
+            out.append({"target": f"dv time from {w['rows']:,} to {big[0]['rows']:,} rows at most 1.5x: "
+                                  f"{w['key']} {w['skew']}", "value": f"{growth:.2f}x", "met": growth <= 1.5})
+        if "cow" in w["full_load"]:
+            ratio = w["full_load"]["cow"]["job_s"] / w["plain_copy_s"]
+            out.append({"target": f"full load within 1.3x of a plain copy: {w['name']}", "value": f"{ratio:.2f}x",
+                        "met": ratio <= 1.3})
     return out
 
 
-def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
-    small, large, many = r["small"], r["large"], r["many"]
-    full_ratio = small["full_load"]["job_s"] / small["plain_copy_s"]
-    inc_ratio = small["incremental_s"] / small["full_rebuild_s"]
-    growth = large["incremental_s"] / small["incremental_s"]
-    speedup = many["sequential"]["incremental_s"] / many["parallel"]["incremental_s"]
-    full_speedup = many["sequential"]["full_load_s"] / many["parallel"]["full_load_s"]
-    return [
-        {"target": "full load within 1.3x of a plain copy", "value": f"{full_ratio:.2f}x",
-         "met": full_ratio <= 1.3},
-        {"target": "incremental run (0.5% keys, recent) at most 30% of a full rebuild", "value": f"{inc_ratio:.0%}",
-         "met": inc_ratio <= 0.3},
-        {"target": f"{r['settings']['scale']}x the rows, same changes: time grows at most 1.5x",
-         "value": f"{growth:.2f}x", "met": growth <= 1.5},
-        {"target": f"{many['tables']} tables: at least 3x faster than one at a time (incremental)",
-         "value": f"{speedup:.2f}x", "met": speedup >= 3},
-        {"target": f"{many['tables']} tables: full load, parallel vs one at a time (reported)",
-         "value": f"{full_speedup:.2f}x", "met": None},
-    ]
-
-
 def markdown(r: Dict[str, Any], command: str) -> str:
-    s, big, m = r["small"], r["large"], r["many"]
+    systems = r["settings"]["systems"]
     lines = [MARKER_START, "", f"Command: `{command}` ({r['machine']['cpus']} CPUs, Spark {r['machine']['spark']}, "
-             f"`{r['machine']['master']}`; total {r['total_s']:.0f} s).", "",
-             "| target | measured | met |", "|---|---|---|"]
-    for t in targets(r):
-        met = "n/a" if t["met"] is None else ("yes" if t["met"] else "**no**")
-        lines.append(f"| {t['target']} | {t['value']} | {met} |")
-    lines += ["", "| run | rows | time in job (s) | wall (s) | rows changed | files read | MB read | files written "
-              "| MB written |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, case in (("small", s), ("large", big)):
-        base = [(f"{name}: plain copy (baseline)", case["rows"], case["plain_copy_s"], None),
-                (f"{name}: full load (job)", case["rows"], None, case["full_load"])]
-        base += [(f"{name}: incremental cycle {i + 1}", case["rows"], None, c) for i, c in enumerate(case["cycles"])]
-        base += [(f"{name}: full rebuild (baseline)", case["rows"], case["full_rebuild_s"], None)]
-        for label, rows, secs, run in base:
-            if run is None:
-                lines.append(f"| {label} | {rows:,} | {secs:.2f} | | | | | | |")
-            else:
-                lines.append(f"| {label} | {rows:,} | {run['job_s']:.2f} | {run['wall_s']:.2f} "
-                             f"| {run['rows_changed']:,} | {run['files_read']} | {run['bytes_read'] / 1e6:.1f} "
-                             f"| {run['files_written']} "
-                             f"| {run['bytes_written'] / 1e6:.1f} |")
-    lines += ["", f"Many tables ({m['tables']} x {m['rows_per_table']:,} rows), wall time of one job run:", "",
-              "| mode | full load (s) | incremental (s) |", "|---|---|---|",
-              f"| one table at a time (`--parallelism 1`) | {m['sequential']['full_load_s']:.1f} "
-              f"| {m['sequential']['incremental_s']:.1f} |",
-              f"| `--parallelism {m['parallelism']}` | {m['parallel']['full_load_s']:.1f} "
-              f"| {m['parallel']['incremental_s']:.1f} |", "",
-              "Where the time goes (median incremental cycle, seconds): " + ", ".join(
-                  f"{k} {v:.2f}" for k, v in s["cycles"][len(s["cycles"]) // 2]["timings_s"].items()) + ".",
-              "", "![benchmark chart](bench.png)", "", MARKER_END]
+             f"`{r['machine']['master']}`; total {r['total_s']:.0f} s).", "", "| target | measured | met |",
+             "|---|---|---|"]
+    lines += [f"| {t['target']} | {t['value']} | {'yes' if t['met'] else '**no**'} |" for t in targets(r)]
+    lines += ["", "Median incremental run (time in the job, seconds), and the full load:", "",
+              "| workload | " + " | ".join(systems) + " | full load cow | plain copy |",
+              "|---|" + "---|" * (len(systems) + 2)]
+    for w in r["workloads"]:
+        lines.append(f"| {w['name']} | " + " | ".join(f"{w['incremental_s'][s]:.2f}" for s in systems)
+                     + f" | {w['full_load'].get('cow', {}).get('job_s', 0):.2f} | {w['plain_copy_s']:.2f} |")
+    lines += ["", "I/O per incremental run (median over the cycles): files read / MB read / mirror files "
+              "rewritten:", "",
+              "| workload | " + " | ".join(systems) + " |", "|---|" + "---|" * len(systems)]
+    for w in r["workloads"]:
+        cells = []
+        for s in systems:
+            runs = w["cycles"][s]
+            cells.append(f"{statistics.median(c['files_read'] for c in runs):.0f} / "
+                         f"{statistics.median(c['bytes_read'] for c in runs) / 1e6:.1f} / "
+                         f"{statistics.median(c['files_rewritten'] for c in runs):.0f}")
+        lines.append(f"| {w['name']} | " + " | ".join(cells) + " |")
+    lines += ["", "![benchmark chart](bench.png)", "", MARKER_END]
     return "\n".join(lines)
 
 
@@ -299,20 +371,17 @@ def chart(r: Dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    s, big = r["small"], r["large"]
-    labels = ["plain copy", "full load", "full rebuild", "incremental"]
-    for ax, case, title in ((axes[0], s, f"{s['rows']:,} rows"), (axes[1], big, f"{big['rows']:,} rows")):
-        vals = [case["plain_copy_s"], case["full_load"]["job_s"], case["full_rebuild_s"], case["incremental_s"]]
-        ax.bar(labels, vals, color=["#999999", "#4477aa", "#999999", "#228833"])
-        ax.set_title(title)
-        ax.set_ylabel("seconds")
-        ax.tick_params(axis="x", labelrotation=20)
-    m = r["many"]
-    axes[2].bar(["one at a time", f"parallelism {m['parallelism']}"],
-                [m["sequential"]["incremental_s"], m["parallel"]["incremental_s"]], color=["#999999", "#228833"])
-    axes[2].set_title(f"{m['tables']} tables, incremental")
-    axes[2].set_ylabel("seconds")
+    ws, systems = r["workloads"], r["settings"]["systems"]
+    fig, ax = plt.subplots(figsize=(max(8, len(ws) * 1.1), 4.5))
+    width = 0.8 / len(systems)
+    colors = {"cow": "#4477aa", "dv": "#228833", "truncate": "#ccbb44", "script": "#999999"}
+    for n, s in enumerate(systems):
+        ax.bar([i + n * width for i in range(len(ws))], [w["incremental_s"][s] for w in ws], width, label=s,
+               color=colors[s])
+    ax.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(ws))])
+    ax.set_xticklabels([w["name"].replace("_", "\n", 2) for w in ws], fontsize=7)
+    ax.set_ylabel("median incremental run (s)")
+    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
@@ -331,7 +400,8 @@ def write_doc(r: Dict[str, Any], command: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
-    command = "make bench" + (f" BENCH_ARGS=\"{' '.join(argv or sys.argv[1:])}\"" if (argv or sys.argv[1:]) else "")
+    given = argv if argv is not None else sys.argv[1:]
+    command = "make bench" + (f" BENCH_ARGS=\"{' '.join(given)}\"" if given else "")
     work = tempfile.mkdtemp(prefix="olake-cow-bench-")
     try:
         results = Bench(args, work).run()

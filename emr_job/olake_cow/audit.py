@@ -2,19 +2,64 @@
 
 Any mirror: no equality deletes, and no format-version-2 position-delete files (engines such as
 Databricks ignore them). A cow mirror holds no delete file of any kind; a dv mirror may hold
-deletion vectors. The rows it shows (records minus positions deleted by deletion vectors) must be
-what the change set predicts.
+deletion vectors.
+
+Counts: the change set's own counts (rows to upsert, keys to delete: one pass over the change set,
+no read of the mirror) must agree with what the staged commit says it did. A merge matches at most
+one mirror row per upserted or deleted key (the mirror's keys are unique):
+  dv   the merge writes every upsert row once and marks each matched row in a deletion vector:
+       added-records = upserts, 0 <= new positions <= upserts + deletes (a file's new vector carries
+       its old positions and replaces the old vector: new = added - removed positions), rows shown
+       grow by upserts minus new positions;
+  cow  the merge rewrites the files holding matched rows: added-records = upserts + rows carried
+       over, deleted-records = rows carried over + matched rows. The change keys those rewritten
+       files held (read from them: the merge just read them too, not the whole mirror) give the
+       matched rows independently, and they must agree with the commit;
+  a rebuild shows exactly the rows it wrote.
 """
-from typing import List
+from dataclasses import dataclass
+from typing import List, Optional
 
 from .errors import AuditError
 from .modes import MirrorFormat
 from .snapshots import Snapshot, Summary
 
 
+@dataclass(frozen=True)
+class ChangeCounts:
+    """What a resolved change set asks for: rows to upsert, keys to delete."""
+
+    upserts: int
+    deletes: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.upserts or self.deletes)
+
+
+@dataclass(frozen=True)
+class Held:
+    """Change keys the mirror held before a copy-on-write merge, counted in the files it rewrote."""
+
+    upserted: int  # upserted keys that replaced a row
+    deleted: int  # deleted keys that removed a row
+
+    @property
+    def matched(self) -> int:
+        return self.upserted + self.deleted
+
+
 def live_rows(snap: Snapshot) -> int:
     """Rows a snapshot shows: data-file records minus positions its deletion vectors delete."""
     return snap.summary_int(Summary.TOTAL_RECORDS, -1) - snap.summary_int(Summary.TOTAL_POS_DELETES)
+
+
+def replaced_rows(staged: Snapshot, counts: ChangeCounts, fmt: MirrorFormat) -> int:
+    """Mirror rows the staged merge replaced or removed (matched rows), from its commit."""
+    if fmt == MirrorFormat.DV:
+        # A data file's new deletion vector carries its old positions too, and replaces the old one.
+        return staged.summary_int(Summary.ADDED_POS_DELETES) - staged.summary_int(Summary.REMOVED_POS_DELETES)
+    return staged.summary_int(Summary.DELETED_RECORDS) - staged.summary_int(Summary.ADDED_RECORDS) + counts.upserts
 
 
 def forbidden_deletes(snap: Snapshot, fmt: MirrorFormat) -> List[str]:
@@ -26,16 +71,33 @@ def forbidden_deletes(snap: Snapshot, fmt: MirrorFormat) -> List[str]:
     return [f"{key}={snap.summary.get(key)}" for key in keys if snap.summary_int(key) != 0]
 
 
-def audit_problems(staged: Snapshot, expected_rows: int, fmt: MirrorFormat = MirrorFormat.COW) -> List[str]:
+def audit_problems(staged: Snapshot, parent_rows: int, counts: ChangeCounts, rebuild: bool,
+                   fmt: MirrorFormat = MirrorFormat.COW, held: Optional[Held] = None) -> List[str]:
     problems = forbidden_deletes(staged, fmt)
-    rows = live_rows(staged)
-    if rows != expected_rows:
-        problems.append(f"rows={rows} (total-records minus deleted positions), expected {expected_rows}")
+    rows, added = live_rows(staged), staged.summary_int(Summary.ADDED_RECORDS)
+    if rebuild:
+        if rows != added:
+            problems.append(f"rows={rows} (total-records minus deleted positions), expected the {added} written")
+        return problems
+    matched = replaced_rows(staged, counts, fmt)
+    if fmt == MirrorFormat.DV and added != counts.upserts:
+        problems.append(f"added-records={added}, expected the change set's {counts.upserts} upserts")
+    if fmt == MirrorFormat.COW and added < counts.upserts:
+        problems.append(f"added-records={added}, fewer than the change set's {counts.upserts} upserts")
+    if not 0 <= matched <= counts.upserts + counts.deletes:
+        problems.append(f"{matched} mirror rows replaced or removed, but the change set has {counts.upserts} "
+                        f"upserts and {counts.deletes} deletes")
+    if held is not None and held.matched != matched:
+        problems.append(f"the rewritten files held {held.matched} of the change set's keys, but the commit replaced "
+                        f"or removed {matched} rows")
+    if rows != parent_rows + counts.upserts - matched:
+        problems.append(f"rows={rows}, expected {parent_rows} + {counts.upserts} upserts - {matched} replaced")
     return problems
 
 
-def audit(staged: Snapshot, expected_rows: int, table: str, fmt: MirrorFormat = MirrorFormat.COW) -> None:
-    problems = audit_problems(staged, expected_rows, fmt)
+def audit(staged: Snapshot, parent_rows: int, counts: ChangeCounts, rebuild: bool, table: str,
+          fmt: MirrorFormat = MirrorFormat.COW, held: Optional[Held] = None) -> None:
+    problems = audit_problems(staged, parent_rows, counts, rebuild, fmt, held)
     if problems:
         raise AuditError(f"{table}: staged snapshot {staged.snapshot_id} failed its audit "
                          f"({'; '.join(problems)}); it was not published")

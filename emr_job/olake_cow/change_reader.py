@@ -7,7 +7,7 @@ Three readings, chosen by the change source (changesource.py):
                        (history.py explains the rules; this module does the reading)
 """
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .changes import ACTION, KEY, PART, compose, escape_glob, latest_per_key, upsert_action
 from .errors import ResyncNeededError, UnsupportedDeleteError
@@ -31,6 +31,9 @@ class ChangeSet:
     files_read: int = 0
     bytes_read: int = 0
     notes: List[str] = field(default_factory=list)
+    # Lowest and highest key the change set can hold, from the file metadata (a superset; None:
+    # unknown). The merge uses it to skip mirror files; it costs no pass over the data.
+    key_range: Optional[Tuple[str, str]] = None
     _cleanup: List[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -49,6 +52,15 @@ class _Entry:
     dv: bool
     referenced: Optional[str]
     equality_ids: Sequence[int]
+    lo: Optional[str]  # the file's `_olake_id` bounds (truncated, still inclusive)
+    hi: Optional[str]
+
+
+def _span(bounds: Sequence[Tuple[Optional[str], Optional[str]]]) -> Optional[Tuple[str, str]]:
+    """The key range covering all `bounds`; None when any is unknown (or there are none)."""
+    if not bounds or any(lo is None or hi is None for lo, hi in bounds):
+        return None
+    return min(str(lo) for lo, _ in bounds), max(str(hi) for _, hi in bounds)
 
 
 class ChangeReader:
@@ -101,6 +113,14 @@ class ChangeReader:
         changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
         cs = ChangeSet(changes, rebuild=False, _cleanup=[changes.unpersist])
         self._whole_snapshot_io(snapshot_id, cs)
+        if snapshot_id is not None:
+            row = self.session.sql(
+                f"SELECT min(readable_metrics.{quote(KEY)}.lower_bound) AS lo, "
+                f"max(readable_metrics.{quote(KEY)}.upper_bound) AS hi, count(*) AS n, "
+                f"count(readable_metrics.{quote(KEY)}.upper_bound) AS known "
+                f"FROM {self.source_q}.{quote('files')} VERSION AS OF {int(snapshot_id)}").collect()[0]
+            if row["n"] and row["n"] == row["known"]:
+                cs.key_range = (str(row["lo"]), str(row["hi"]))
         return cs
 
     def _check_equality_delete(self, path: str, ids: Optional[Sequence[int]]) -> str:
@@ -111,7 +131,8 @@ class ChangeReader:
         return path
 
     def _equality_keys(self, paths: Iterable[str]):
-        return self.session.read.parquet(*[escape_glob(p) for p in paths]).select(KEY).distinct()
+        # The schema is known: no Spark job to infer it from the files.
+        return self.session.read.schema(f"{quote(KEY)} STRING").parquet(*[escape_glob(p) for p in paths]).distinct()
 
     # --- readonly: what changed between two snapshots -----------------------------------------
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
@@ -130,10 +151,11 @@ class ChangeReader:
         java_table = self.tables.load(self.namespace, self.table)
         sets = TaskSets(self.session, java_table, self.source_q)
         cs = ChangeSet(None, rebuild=False, _cleanup=[sets.close])
+        bounds: List[Tuple[Optional[str], Optional[str]]] = []
         try:
             row_parts, key_parts = [], []
             for part, iv in enumerate(intervals):
-                rows, keys = self._interval(sets, iv, cs)
+                rows, keys = self._interval(sets, iv, cs, bounds)
                 if rows is not None:
                     row_parts.append(rows.withColumn(PART, F.lit(part)))
                 if keys:
@@ -147,6 +169,7 @@ class ChangeReader:
                 frame = self.session.createDataFrame([], schema).withColumn(ACTION, F.lit("U"))
             cs.frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
             cs._cleanup.append(cs.frame.unpersist)
+            cs.key_range = _span(bounds)
             return cs
         except BaseException:
             cs.close()
@@ -160,15 +183,18 @@ class ChangeReader:
         rows = self.session.sql(
             f"SELECT snapshot_id, sequence_number, data_file.content AS content, data_file.file_path AS path, "
             f"data_file.file_size_in_bytes AS size, data_file.file_format AS format, {ref} AS ref, "
-            f"data_file.equality_ids AS eq FROM {self.source_q}.{quote('entries')} VERSION AS OF {iv.end_id} "
-            f"WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
+            f"data_file.equality_ids AS eq, readable_metrics.{quote(KEY)}.lower_bound AS lo, "
+            f"readable_metrics.{quote(KEY)}.upper_bound AS hi FROM {self.source_q}.{quote('entries')} "
+            f"VERSION AS OF {iv.end_id} WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
         return [_Entry(int(r["snapshot_id"]), int(r["sequence_number"]), int(r["content"]), r["path"],
-                       int(r["size"] or 0), str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or ())
-                for r in rows]
+                       int(r["size"] or 0), str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or (),
+                       r["lo"], r["hi"]) for r in rows]
 
-    def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet):
-        """(visible new rows or None, [DataFrames of deleted keys]) of one interval."""
+    def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet, bounds: List[Tuple[Optional[str], Optional[str]]]):
+        """(visible new rows or None, [DataFrames of deleted keys]) of one interval; adds the key
+        bounds of what it reads to `bounds` (unknown bounds for keys found in older files)."""
         entries = self._entries(iv)
+        bounds.extend((e.lo, e.hi) for e in entries if e.content in (DATA, EQUALITY_DELETES))
         fresh = [e.path for e in entries if e.content == DATA]
         equality = [self._check_equality_delete(e.path, e.equality_ids) for e in entries
                     if e.content == EQUALITY_DELETES]
@@ -184,10 +210,12 @@ class ChangeReader:
             held = self._held_files_with_new_deletes(positional, set(fresh), end_plan)
             if held:
                 keys.append(self._deleted_from_held(sets, iv, held, end_plan, cs))
+                bounds.append((None, None))
         for snapshot_id in iv.removing:
             removed = self._deleted_by_removal(sets, iv, snapshot_id, cs)
             if removed is not None:
                 keys.append(removed)
+                bounds.append((None, None))
         return rows, keys
 
     def _held_files_with_new_deletes(self, positional: Sequence[_Entry], fresh: Set[str], end_plan) -> List[str]:
@@ -195,7 +223,8 @@ class ChangeReader:
         refs = {e.referenced for e in positional if e.referenced}
         unknown = [e.path for e in positional if not e.referenced and not e.dv]
         if unknown:
-            frame = self.session.read.parquet(*[escape_glob(p) for p in unknown]).select("file_path").distinct()
+            frame = self.session.read.schema("file_path STRING, pos BIGINT").parquet(
+                *[escape_glob(p) for p in unknown]).select("file_path").distinct()
             refs |= {r["file_path"] for r in frame.collect()}
         return sorted(p for p in refs if p not in fresh and p in end_plan)
 

@@ -1,6 +1,5 @@
 """Spark side of a change set: resolve it per key, count its effect, merge it into the mirror."""
 import re
-from dataclasses import dataclass
 from functools import reduce
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -12,19 +11,6 @@ PART = "__olake_cow_part"  # which part of a change set a row came from: later p
 IS_DELETE = "__olake_cow_is_delete"  # a key with no visible row left in its part
 ORDER_COLUMNS = ("_cdc_timestamp", "_olake_timestamp")
 _GLOB = re.compile(r"([\\*?\[\]{}])")
-
-
-@dataclass(frozen=True)
-class ChangeStats:
-    inserted: int  # upserted keys the mirror did not have
-    updated: int  # upserted keys the mirror had
-    deleted: int  # deleted keys the mirror had
-    delete_keys: int  # keys removed by deletes alone
-
-    def expected_records(self, parent_records: int, rebuild: bool) -> int:
-        if rebuild:
-            return self.inserted
-        return parent_records + self.inserted - self.deleted
 
 
 def escape_glob(path: str) -> str:
@@ -84,14 +70,6 @@ def compose(row_parts: List[Any], key_parts: List[Any], delete_mode: str, schema
     return latest.withColumn(ACTION, action).drop("__olake_cow_rn", PART, IS_DELETE)
 
 
-def key_range(changes) -> Optional[Tuple[str, str]]:
-    """(lowest, highest) key of a change set, None when it is empty."""
-    from pyspark.sql import functions as F
-
-    row = changes.agg(F.min(KEY).alias("lo"), F.max(KEY).alias("hi")).collect()[0]
-    return None if row["lo"] is None else (str(row["lo"]), str(row["hi"]))
-
-
 def range_condition(alias: str, keys: Optional[Tuple[str, str]]) -> str:
     """A predicate on the mirror's key that Iceberg turns into file pruning (min/max statistics):
     a mirror sorted by key keeps a change set of nearby keys to a few files."""
@@ -99,25 +77,6 @@ def range_condition(alias: str, keys: Optional[Tuple[str, str]]) -> str:
         return "false"
     return (f"{alias}{quote(KEY)} >= {sql_string(keys[0])} AND "
             f"{alias}{quote(KEY)} <= {sql_string(keys[1])}")
-
-
-def change_stats(changes, mirror_keys) -> ChangeStats:
-    """Counts of a merge's effect; `mirror_keys`: the mirror's key column (pruned to the change set's
-    key range). A rebuild takes its count from its commit instead (it scans the source once)."""
-    from pyspark.sql import functions as F
-
-    upsert = F.col(ACTION) == F.lit("U")
-    present = mirror_keys.select(F.col(KEY), F.lit(True).alias("__in_mirror"))
-    joined = changes.select(KEY, ACTION).join(present, on=KEY, how="left")
-    hit = F.col("__in_mirror").isNotNull()
-    row = joined.agg(
-        F.sum((upsert & ~hit).cast("long")).alias("ins"),
-        F.sum((upsert & hit).cast("long")).alias("upd"),
-        F.sum((~upsert & hit).cast("long")).alias("del"),
-        F.sum((~upsert).cast("long")).alias("dk"),
-    ).collect()[0]
-    return ChangeStats(int(row["ins"] or 0), int(row["upd"] or 0), int(row["del"] or 0),
-                       int(row["dk"] or 0))
 
 
 def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],

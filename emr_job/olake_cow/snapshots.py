@@ -37,6 +37,7 @@ class Summary:
     TOTAL_EQ_DELETES = "total-equality-deletes"
     TOTAL_POS_DELETES = "total-position-deletes"
     ADDED_POS_DELETES = "added-position-deletes"
+    REMOVED_POS_DELETES = "removed-position-deletes"
     WAP_ID = "wap.id"
     PUBLISHED_WAP_ID = "published-wap-id"
 

@@ -33,9 +33,9 @@ class TableResult:
     source_mode: Optional[str] = None  # readonly | truncate
     mirror_format: Optional[str] = None  # cow | dv
     merges: int = 0  # change sets merged and published by this run
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
+    rows_upserted: int = 0  # rows the merges wrote: new keys and new versions of keys
+    rows_deleted: int = 0  # keys the change sets deleted
+    rows_replaced: int = 0  # mirror rows the merges replaced or removed (from their commits)
     files_written: int = 0
     bytes_written: int = 0
     files_read: int = 0  # source files read for the change sets + mirror files the merges rewrote
@@ -55,10 +55,6 @@ class TableResult:
     error: Optional[str] = None
 
     @property
-    def rows_upserted(self) -> int:
-        return self.rows_inserted + self.rows_updated
-
-    @property
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
@@ -68,7 +64,6 @@ class TableResult:
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status.value
-        d["rows_upserted"] = self.rows_upserted
         return d
 
 

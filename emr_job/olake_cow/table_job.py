@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import planner
-from .audit import live_rows
+from .audit import ChangeCounts, live_rows
 from .change_reader import ChangeReader
-from .changes import KEY, ChangeStats, change_stats, key_range, range_condition
 from .changesource import ChangeSource, for_mode
 from .checkpoint import Marker, find_checkpoint
 from .config import DestinationConfig
@@ -172,47 +171,42 @@ class TableJob:
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
-        reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
-                              source, self.opts.delete_mode)
-        with _Clock(self.result, "reading_changes"):
-            cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason), source)
-        try:
-            rebuild = cs.rebuild
-            for note in cs.notes:
-                self.say("%s", note)
-                self.result.notes.append(note)
-            self.result.files_read += cs.files_read
-            self.result.bytes_read += cs.bytes_read
-            stats, keys = ChangeStats(0, 0, 0, 0), None
-            if not rebuild:
-                with _Clock(self.result, "reading_changes"):
-                    keys = key_range(cs.frame)
-                    mirror_keys = self.session.table(self.mirror_q).where(range_condition("", keys)).select(KEY)
-                    stats = change_stats(cs.frame, mirror_keys)
-            if isinstance(step, planner.Merge):
-                with _Clock(self.result, "merging"):
-                    staged = self.writer.stage(cs, marker, mirror, keys) if (rebuild or keys) else None
-            else:
-                staged = mirror.snapshot(step.staged_id)
-        finally:
-            cs.close()
-        if rebuild and staged is not None:
-            # A rebuild scans the source once (for the write), so its count comes from the commit;
-            # the audit still refuses delete files.
-            stats = ChangeStats(staged.summary_int(Summary.ADDED_RECORDS), 0, 0, 0)
+        counts, staged, held = ChangeCounts(0, 0), None, None
+        if isinstance(step, planner.Publish) and rebuild:
+            staged = mirror.snapshot(step.staged_id)  # a rebuild is audited from its own commit
+        else:
+            reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
+                                  source, self.opts.delete_mode)
+            with _Clock(self.result, "reading_changes"):
+                cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
+                                  source)
+            try:
+                rebuild = cs.rebuild
+                for note in cs.notes:
+                    self.say("%s", note)
+                    self.result.notes.append(note)
+                self.result.files_read += cs.files_read
+                self.result.bytes_read += cs.bytes_read
+                if isinstance(step, planner.Merge):
+                    with _Clock(self.result, "merging"):
+                        staged = self.writer.stage(cs, marker, mirror, cs.key_range)
+                else:
+                    staged = mirror.snapshot(step.staged_id)
+                if not rebuild:  # what the change set asks for, from its cached rows (the merge read them)
+                    with _Clock(self.result, "reading_changes"):
+                        counts, held = self.writer.tally(cs.frame, staged, self.fmt)
+            finally:
+                cs.close()
         with _Clock(self.result, "committing"):
             if staged is not None:
-                self.writer.publish(staged, marker, stats, parent_rows, rebuild, self.fmt)
+                self.writer.publish(staged, marker, counts, parent_rows, rebuild, self.fmt, held)
             else:
-                self.writer.nothing_staged(stats, marker, rebuild)
+                self.writer.nothing_staged(counts, marker, rebuild)
         self.result.merges += 1
-        self.result.rows_inserted += stats.inserted
-        self.result.rows_updated += stats.updated
-        self.result.rows_deleted += stats.deleted
         verb = "published staged" if isinstance(step, planner.Publish) else (
             "rebuilt mirror from" if rebuild else "merged")
-        self.say("%s source snapshot %s: %d inserted, %d updated, %d deleted", verb, marker.snapshot_id,
-                 stats.inserted, stats.updated, stats.deleted)
+        self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, marker.snapshot_id,
+                 staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)
 
     # --- after the merges ----------------------------------------------------------------
     def _maintain(self, changes: ChangeSource) -> None:

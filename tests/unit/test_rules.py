@@ -1,7 +1,7 @@
 """Audit, checkpoint parsing, identifier quoting and the MERGE text."""
 import pytest
 
-from olake_cow.audit import audit, audit_problems
+from olake_cow.audit import ChangeCounts, Held, audit, audit_problems
 from olake_cow.changes import ACTION, escape_glob, merge_sql
 from olake_cow.checkpoint import Marker, parse_marker
 from olake_cow.errors import AuditError, InvalidNameError
@@ -12,28 +12,72 @@ from olake_cow.snapshots import Snapshot
 pytestmark = pytest.mark.unit
 
 
-def test_audit_refuses_delete_files_and_wrong_counts():
-    good = Snapshot(1, None, 1, "overwrite", {"total-records": "5", "total-delete-files": "0"})
-    bad = Snapshot(2, None, 2, "overwrite", {"total-records": "6", "total-delete-files": "1",
-                                            "total-equality-deletes": "3"})
-    audit(good, 5, "m")
-    assert audit_problems(bad, 5) == ["total-delete-files=1", "total-equality-deletes=3",
-                                      "rows=6 (total-records minus deleted positions), expected 5"]
+def snap(sid, **summary):
+    return Snapshot(sid, None, sid, "overwrite", {k.replace("_", "-"): str(v) for k, v in summary.items()})
+
+
+def test_a_cow_merge_passes_when_its_commit_matches_the_change_set():
+    # 3 upserts (1 new key, 2 updated) and 1 delete of a held key; the merge rewrote a 10-row file
+    staged = snap(1, total_records=12, added_records=11, deleted_records=10, total_delete_files=0)
+    counts = ChangeCounts(upserts=3, deletes=1)
+    assert audit_problems(staged, 11, counts, rebuild=False) == []
+    audit(staged, 11, counts, False, "m")
+
+
+def test_a_cow_merge_is_checked_against_the_keys_its_rewritten_files_held():
+    # 11 rows; 3 upserts (1 new key, 2 updated) and 1 delete of a held key. The merge rewrote one
+    # 10-row file: 3 of its rows matched, 7 carried over; it wrote 7 + 3 rows.
+    staged = snap(1, total_records=11, added_records=10, deleted_records=10)
+    assert audit_problems(staged, 11, ChangeCounts(3, 1), False, held=Held(upserted=2, deleted=1)) == []
+    # a change set that miscounts its upserts moves what the commit seems to imply; the held keys do not
+    assert audit_problems(staged, 11, ChangeCounts(4, 1), False, held=Held(upserted=2, deleted=1)) == [
+        "the rewritten files held 3 of the change set's keys, but the commit replaced or removed 4 rows"]
+
+
+def test_a_cow_merge_that_lost_upserts_or_removed_too_much_is_refused():
+    counts = ChangeCounts(upserts=3, deletes=1)
+    lost = snap(1, total_records=10, added_records=2, deleted_records=2)
+    assert audit_problems(lost, 10, counts, False)[0] == "added-records=2, fewer than the change set's 3 upserts"
+    wiped = snap(2, total_records=3, added_records=3, deleted_records=11)
+    assert any("11 mirror rows replaced or removed" in p for p in audit_problems(wiped, 11, counts, False))
     with pytest.raises(AuditError, match="staged snapshot 2 failed its audit"):
-        audit(bad, 5, "m")
+        audit(wiped, 11, counts, False, "m")
+
+
+def test_a_cow_mirror_holds_no_delete_file_and_a_rebuild_shows_what_it_wrote():
+    bad = snap(2, total_records=6, added_records=6, total_delete_files=1, total_equality_deletes=3)
+    assert audit_problems(bad, 0, ChangeCounts(0, 0), rebuild=True) == [
+        "total-delete-files=1", "total-equality-deletes=3"]
+    short = snap(3, total_records=5, added_records=6)
+    assert audit_problems(short, 0, ChangeCounts(0, 0), rebuild=True) == [
+        "rows=5 (total-records minus deleted positions), expected the 6 written"]
+
+
+def test_a_dv_merge_adds_each_upsert_once_and_marks_at_most_one_row_per_key():
+    counts = ChangeCounts(upserts=3, deletes=1)
+    # 2 updates and 1 delete marked in deletion vectors, 3 rows written: 10 -> 10 shown
+    good = snap(1, total_records=13, total_position_deletes=3, added_position_deletes=3, added_records=3,
+                total_delete_files=2, added_dvs=2)
+    assert audit_problems(good, 10, counts, False, MirrorFormat.DV) == []
+    as_cow = audit_problems(good, 10, counts, False, MirrorFormat.COW)
+    assert as_cow[:2] == ["total-delete-files=2", "total-position-deletes=3"]  # a cow mirror may hold none
+    # a file that had a deletion vector (2 positions) gets a new one with 2 + 1 positions
+    merged = snap(3, total_records=13, total_position_deletes=3, added_position_deletes=3,
+                  removed_position_deletes=2, added_records=1)
+    assert audit_problems(merged, 10, ChangeCounts(upserts=1, deletes=0), False, MirrorFormat.DV) == []
+    twice = snap(2, total_records=14, total_position_deletes=3, added_position_deletes=3, added_records=4)
+    assert audit_problems(twice, 10, counts, False, MirrorFormat.DV)[0] == (
+        "added-records=4, expected the change set's 3 upserts")
 
 
 def test_a_dv_mirror_may_hold_deletion_vectors_and_nothing_else():
-    dvs = {"total-records": "12", "total-delete-files": "2", "total-position-deletes": "2", "added-dvs": "1"}
-    audit(Snapshot(1, None, 1, "overwrite", dvs), 10, "m", MirrorFormat.DV)
-    assert audit_problems(Snapshot(1, None, 1, "overwrite", dvs), 10, MirrorFormat.COW) == [
-        "total-delete-files=2", "total-position-deletes=2"]
-    v2_file = {**dvs, "added-position-delete-files": "1"}
-    equality = {**dvs, "added-equality-delete-files": "1", "total-equality-deletes": "4"}
-    assert audit_problems(Snapshot(2, 1, 2, "overwrite", v2_file), 10, MirrorFormat.DV) == [
-        "added-position-delete-files=1"]
+    counts = ChangeCounts(upserts=1, deletes=0)
+    base = {"total_records": 11, "total_position_deletes": 1, "added_position_deletes": 1, "added_records": 1}
+    v2_file = snap(2, added_position_delete_files=1, **base)
+    assert audit_problems(v2_file, 10, counts, False, MirrorFormat.DV) == ["added-position-delete-files=1"]
+    equality = snap(3, added_equality_delete_files=1, total_equality_deletes=4, **base)
     with pytest.raises(AuditError, match="total-equality-deletes=4; added-equality-delete-files=1"):
-        audit(Snapshot(3, 1, 3, "overwrite", equality), 10, "m", MirrorFormat.DV)
+        audit(equality, 10, counts, False, "m", MirrorFormat.DV)
 
 
 @pytest.mark.parametrize("value", [None, "", "x", "olake-cow:u", "olake-cow::5", "olake-cow:u:x",
