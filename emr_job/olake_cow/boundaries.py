@@ -12,7 +12,7 @@ from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, staged_for
 from .planner import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
-from .snapshots import Snapshot, TableState, ancestors
+from .snapshots import Snapshot, Summary, TableState, ancestors
 
 
 @dataclass(frozen=True)
@@ -110,3 +110,20 @@ def merged_boundary(source: TableState, mirror: TableState) -> Optional[Snapshot
     if checkpoint is None or checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is not None:
         return None
     return source.snapshot(checkpoint.snapshot_id)
+
+
+def dropped_delete_window(source: TableState, read_id: Optional[int]) -> Tuple[int, ...]:
+    """Snapshots of the change set ending at `read_id` (back to the previous boundary), when one of
+    them removed delete files: another tool's rewrite drops equality-delete files older than every
+    data file left, but in truncate mode those deletes are for rows only the mirror holds, so the
+    change set must read them from the snapshots that added them. Empty when nothing was dropped
+    (the delete files live at `read_id` are then the whole change set's)."""
+    by_id = source.by_id()
+    window: List[int] = []
+    current = by_id.get(read_id) if read_id is not None else None
+    while current is not None and not current.is_boundary:
+        window.append(current.snapshot_id)
+        current = by_id.get(current.parent_id) if current.parent_id is not None else None
+    dropped = any(by_id[s].summary_int(Summary.REMOVED_DELETE_FILES) > 0 for s in window)
+    return tuple(window) if dropped else ()
+

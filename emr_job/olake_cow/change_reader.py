@@ -93,9 +93,11 @@ class ChangeReader:
         self._whole_snapshot_io(snapshot_id, cs)
         return cs
 
-    def boundary_change_set(self, snapshot_id: Optional[int]) -> ChangeSet:
-        """Truncate mode: the change-set snapshot's rows, and the keys of its own equality-delete
-        files that have no visible row (the previous boundary removed every older delete file)."""
+    def boundary_change_set(self, snapshot_id: Optional[int], dropped_window: Sequence[int] = ()) -> ChangeSet:
+        """Truncate mode: the change-set snapshot's rows, and the keys of its equality-delete files
+        that have no visible row (the previous boundary removed every older delete file). When a
+        rewrite in the change set dropped delete files, `dropped_window` names the change set's
+        snapshots, and the delete files they added are read too."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -105,7 +107,13 @@ class ChangeReader:
             rows = self.session.sql(
                 f"SELECT file_path, equality_ids FROM {self.source_q}.{quote('delete_files')} "
                 f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
-            paths = [self._check_equality_delete(r["file_path"], r["equality_ids"]) for r in rows]
+            if dropped_window:
+                rows += self.session.sql(
+                    f"SELECT DISTINCT data_file.file_path AS file_path, data_file.equality_ids AS equality_ids "
+                    f"FROM {self.source_q}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
+                    f"AND snapshot_id IN ({', '.join(str(int(s)) for s in dropped_window)})").collect()
+            unique = {r["file_path"]: r["equality_ids"] for r in rows}
+            paths = [self._check_equality_delete(p, ids) for p, ids in sorted(unique.items())]
             if paths:
                 keys = self._equality_keys(paths)
                 delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti").withColumn(ACTION, F.lit("D"))

@@ -58,7 +58,7 @@ class TruncateBoundaries(ChangeSource):
     def read(self, reader, step, source):
         if step.rebuild:
             return reader.rebuild(step.read_id)
-        return reader.boundary_change_set(step.read_id)
+        return reader.boundary_change_set(step.read_id, boundaries.dropped_delete_window(source, step.read_id))
 
 
 class SnapshotHistory(ChangeSource):

@@ -49,6 +49,24 @@ def test_mirror_drops_keys_deleted_without_tombstone(lake):
     assert not {"7", "8", "10"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
 
 
+def test_deletes_survive_another_tools_rewrite_that_drops_their_delete_files(hlake):
+    """Found by the CI soak: rewrite_data_files drops equality-delete files older than every data
+    file left. In truncate mode those deletes target rows that are only in the mirror; they must
+    still reach it."""
+    lake = hlake
+    make(lake)
+    assert lake.run() == 0
+    for n in (2, 5, 8, 11):
+        lake.writer.commit("t", [{"_olake_id": str(n), "_op_type": "d"},
+                                 {"_olake_id": f"new{n}", "_op_type": "c", "v": n}], pure_deletes=[str(n + 1)])
+    lake.writer.rewrite_files("t")
+    replace = [s for s in lake.source("t").snapshots if s.operation == "replace"][-1]
+    assert replace.summary_int("removed-equality-delete-files") > 0  # the case under test happened
+    lake.writer.commit("t", [{"_olake_id": "14", "_op_type": "u", "v": 140}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
 def test_duplicate_visible_rows_keep_the_latest_change(lake):
     make(lake)
     assert lake.run() == 0

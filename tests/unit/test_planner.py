@@ -175,3 +175,15 @@ def test_a_run_closes_at_most_one_change_set():
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2))
     assert plan_next(src, mirror(published(10, None, 2)), may_close=True) == Truncate()
     assert plan_next(src, mirror(published(10, None, 2)), may_close=False) == Done(LEFT_FOR_NEXT_RUN)
+
+
+def test_a_rewrite_that_dropped_delete_files_makes_the_change_set_read_them_from_history():
+    from olake_cow.boundaries import dropped_delete_window
+
+    rewrite = Snapshot(5, 4, 5, "replace", {"added-data-files": "1", "removed-delete-files": "2"})
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3), rewrite, snap(6, 5),
+                 snap(7, 6, boundary=True))
+    assert dropped_delete_window(src, 6) == (6, 5, 4, 3)  # back to, not including, boundary 2
+    assert dropped_delete_window(src, 4) == ()  # nothing dropped before the rewrite
+    plain = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3))
+    assert dropped_delete_window(plain, 4) == ()
