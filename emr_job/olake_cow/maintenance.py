@@ -15,7 +15,7 @@ from .audit import forbidden_deletes
 from .errors import ConfigError, OlakeCowError
 from .identifiers import qualified, quote, sql_string
 from .modes import MirrorFormat
-from .snapshots import Snapshot, TableState
+from .snapshots import Snapshot, TableState, ancestors
 
 if TYPE_CHECKING:
     from .changesource import ChangeSource
@@ -83,10 +83,9 @@ class MaintenanceOptions:
         return args
 
 
-SOURCE_EXPIRY_FLAG = "--expire-source-older-than"
 # option -> job flag; the trigger's payload uses the option names as keys.
 _FLAGS = {
-    "expire_source_hours": SOURCE_EXPIRY_FLAG,
+    "expire_source_hours": "--expire-source-older-than",
     "expire_mirror_hours": "--expire-mirror-older-than",
     "rewrite_manifests": "--rewrite-manifests",
     "compact_files": "--compact-files",
@@ -254,3 +253,51 @@ def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_n
         out.bytes_removed, out.manifests_rewritten, out.files_compacted, out.files_folded, len(out.orphan_files),
         " (dry run: listed, not removed)" if m.orphans_dry_run else "")
     return asdict(out)
+
+
+# --- is any requested maintenance due? (the trigger asks before starting a run for it) -------------
+SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half the target size
+MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
+FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
+DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
+
+
+def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
+    """Whether expiry with this cutoff would remove a snapshot (the current one is always kept)."""
+    return cutoff_ms is not None and any(
+        s.timestamp_ms < cutoff_ms and s.snapshot_id != state.current_id for s in state.snapshots)
+
+
+def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableState, floor: Optional[Snapshot],
+                    now_ms: int, dv: bool) -> List[str]:
+    """The requested maintenance that has work on this table pair, judged from metadata alone.
+    `floor`: the oldest source snapshot the mirror needs (ChangeSource.expiry_floor)."""
+    due: List[str] = []
+    if m.expire_source_hours is not None and _older(source, source_cutoff(now_ms, m.expire_source_hours, floor)[0]):
+        due.append("expire_source")
+    if m.remove_orphans_hours is not None:
+        due.append("remove_orphans")  # no metadata tells; schedule it rarely, on its own
+    current = mirror.snapshot(mirror.current_id) if mirror.exists else None
+    if current is None:
+        return due
+    if m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours)):
+        due.append("expire_mirror")
+    files, records = current.summary_int("total-data-files"), current.summary_int("total-records")
+    deleted = current.summary_int("total-position-deletes")
+    target = int(mirror.properties.get("write.target-file-size-bytes") or DEFAULT_TARGET_FILE_BYTES)
+    folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
+    if m.compact_files and ((files >= 2 and current.summary_int("total-files-size") / files
+                             < SMALL_FILE_FRACTION * target) or folding):
+        due.append("compact_files")
+    if m.fold_deletes and folding:
+        due.append("fold_deletes")
+    if m.rewrite_manifests:
+        chain = ancestors(mirror)[0]
+        since = 0
+        for snap in reversed(chain):
+            if snap.summary_int("manifests-replaced") > 0:
+                break
+            since += 1
+        if since >= MANIFEST_REWRITE_EVERY:
+            due.append("rewrite_manifests")
+    return due

@@ -4,29 +4,32 @@ Accepted:
 - S3 "Object Created" (via EventBridge) for `<warehouse>/<namespace>[.db]/<table>[-<uuid>]/metadata/*.metadata.json`
 - EMR Serverless "Job Run State Change" (via EventBridge)
 - a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false,
-  "maintenance": {...}, "source_mode": "readonly"}`, bare or as the `detail` of an EventBridge "Scheduled Event"
+  "maintenance": {...}, "source_mode": "readonly", "mirror_format": "cow"}`, bare or as the `detail` of an
+  EventBridge "Scheduled Event"
 - the debounce timer this Lambda sets: `{"trigger": "debounce", "namespace": "..."}`
 - direct invocation: `{"namespace": "...", "tables": [...], "dry_run": false, "force": false, "maintenance": {...},
-  "source_mode": "readonly", "verify": false}`
+  "source_mode": "readonly", "mirror_format": "cow", "verify": false}`
   ("maintenance": the job's maintenance options by name, e.g. `{"expire_source_hours": 24, "compact_files": true}`)
 """
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
 from olake_cow.errors import OlakeCowError
 from olake_cow.identifiers import validate_name
-from olake_cow.maintenance import SOURCE_EXPIRY_FLAG, options_from_payload
-from olake_cow.modes import SourceMode, parse_mode
+from olake_cow.maintenance import MaintenanceOptions, options_from_payload
+from olake_cow.modes import SourceMode, parse_format, parse_mode
 
+from .decide import AllTables, PendingTables, Tables, TableSelection
 from .settings import Settings
 
 TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 # Some catalogs suffix table folders with a UUID: <table>-<uuid>.
 _TABLE_DIR = re.compile(r"^(?P<table>.+?)(-[0-9a-f]{32}|-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})?$")
-_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance", "source_mode", "verify"}
-_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "maintenance", "source_mode"}
+_DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance", "source_mode", "mirror_format",
+                "verify"}
+_SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "maintenance", "source_mode", "mirror_format"}
 
 
 class EventError(OlakeCowError):
@@ -51,15 +54,16 @@ class Ignored:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """Compact these namespaces (tables None = all tables of the namespace)."""
+    """Start mirror runs for these namespaces, each on a selection of its tables."""
 
     trigger: str  # schedule | direct | debounce
-    targets: Tuple[Tuple[str, Optional[Tuple[str, ...]]], ...]
+    targets: Tuple[Tuple[str, TableSelection], ...]
     window: str  # what makes a retried invocation recognisable (client token)
     force: bool = False
     dry_run: bool = False
-    maintenance: Tuple[str, ...] = ()  # the job's maintenance flags
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
     source_mode: Optional[str] = None  # --source-mode for the job (None: the deployment's setting)
+    mirror_format: Optional[str] = None  # --mirror-format for new mirrors (None: the deployment's setting)
     verify: bool = False  # --verify (a full scan of source and mirror)
 
 
@@ -80,13 +84,9 @@ Event = Union[Commit, Ignored, RunRequest, JobStateChange]
 
 def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
     ev = _classify(event, settings, warehouse, request_id)
-    if isinstance(ev, RunRequest) and settings.source_mode == SourceMode.READONLY and ev.maintenance:
+    if isinstance(ev, RunRequest) and settings.source_mode == SourceMode.READONLY:
         # A readonly deployment has no write access to OLake's tables: source expiry is left out.
-        flags = list(ev.maintenance)
-        if SOURCE_EXPIRY_FLAG in flags:
-            i = flags.index(SOURCE_EXPIRY_FLAG)
-            del flags[i:i + 2]
-            ev = replace(ev, maintenance=tuple(flags))
+        ev = replace(ev, maintenance=replace(ev.maintenance, expire_source_hours=None))
     return ev
 
 
@@ -119,7 +119,7 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
         return _schedule(event, request_id)
     if trigger == "debounce":
         ns = _name("namespace", event.get("namespace"))
-        return RunRequest("debounce", ((ns, None),), window=str(event.get("window") or request_id))
+        return RunRequest("debounce", ((ns, PendingTables()),), window=str(event.get("window") or request_id))
     if trigger == "direct":
         return _direct(event, request_id)
     raise EventError(f"unknown trigger {trigger!r}; expected schedule, debounce or direct")
@@ -186,21 +186,21 @@ def _schedule(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     targets = tuple((ns, _tables(tables.get(ns))) for ns in dict.fromkeys(names))
     return RunRequest("schedule", targets, window=str(payload.get("window") or request_id),
                       force=_flag(payload, "force"), maintenance=_maintenance(payload),
-                      source_mode=_source_mode(payload))
+                      source_mode=_source_mode(payload), mirror_format=_mirror_format(payload))
 
 
 def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     unknown = set(payload) - _DIRECT_KEYS
     if unknown:
         raise EventError(f"direct invocation has unknown key(s): {', '.join(sorted(unknown))}; "
-                         "expected namespace, tables, dry_run, force, maintenance, source_mode, verify")
+                         "expected namespace, tables, dry_run, force, maintenance, source_mode, mirror_format, verify")
     if "namespace" not in payload:
         raise EventError("direct invocation needs 'namespace'")
     ns = _name("namespace", payload.get("namespace"))
     return RunRequest("direct", ((ns, _tables(payload.get("tables"))),), window=request_id,
                       force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"),
                       maintenance=_maintenance(payload), source_mode=_source_mode(payload),
-                      verify=_flag(payload, "verify"))
+                      mirror_format=_mirror_format(payload), verify=_flag(payload, "verify"))
 
 
 def _source_mode(payload: Mapping[str, Any]) -> Optional[str]:
@@ -211,21 +211,29 @@ def _source_mode(payload: Mapping[str, Any]) -> Optional[str]:
     return mode.value if mode else None
 
 
-def _maintenance(payload: Mapping[str, Any]) -> Tuple[str, ...]:
+def _mirror_format(payload: Mapping[str, Any]) -> Optional[str]:
     try:
-        return tuple(options_from_payload(payload.get("maintenance")).cli_args())
+        fmt = parse_format(payload.get("mirror_format"), "'mirror_format'")
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
+    return fmt.value if fmt else None
+
+
+def _maintenance(payload: Mapping[str, Any]) -> MaintenanceOptions:
+    try:
+        return options_from_payload(payload.get("maintenance"))
     except OlakeCowError as exc:
         raise EventError(str(exc)) from None
 
 
-def _tables(value: Any) -> Optional[Tuple[str, ...]]:
+def _tables(value: Any) -> TableSelection:
     if value is None:
-        return None
+        return AllTables()
     if isinstance(value, str):
         value = [t for t in value.split(",") if t.strip()]
     if not isinstance(value, list) or not value:
         raise EventError("'tables' must be a non-empty list of table names (or omitted for all tables)")
-    return tuple(dict.fromkeys(_name("table", t) for t in value))
+    return Tables(tuple(dict.fromkeys(_name("table", t) for t in value)))
 
 
 def _name(kind: str, value: Any) -> str:

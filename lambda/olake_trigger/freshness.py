@@ -1,21 +1,26 @@
-"""Is there anything for a job to do? Answered from catalog metadata without Spark, with the
-job's own planner, so the Lambda and the job cannot disagree about "up to date".
+"""Is there anything for a mirror run to do? Answered from catalog metadata without Spark, with the
+job's own planner and maintenance rules, so the Lambda and the job cannot disagree about "up to
+date" or "due".
 
 Glue: GetTable gives each table's current metadata location; the metadata JSON in S3 gives the
 source's snapshots and the mirror's checkpoint. Other catalogs: unknown (None), so the caller
-starts the job, whose idle path commits nothing.
+starts the run, whose idle path commits nothing.
 """
 import gzip
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
 from olake_cow import planner
+from olake_cow.changesource import for_mode
 from olake_cow.config import DestinationConfig
 from olake_cow.errors import SourceModeError
-from olake_cow.modes import SourceMode, resolve_mode
+from olake_cow.maintenance import MaintenanceOptions, maintenance_due
+from olake_cow.modes import MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.snapshots import MISSING, TableState, state_from_metadata
+
+from .decide import TableCheck
 
 
 def read_json_s3(s3, uri: str) -> Dict[str, Any]:
@@ -26,8 +31,8 @@ def read_json_s3(s3, uri: str) -> Dict[str, Any]:
     return json.loads(body)
 
 
-def is_compactor_commit(meta: Dict[str, Any]) -> bool:
-    """The metadata's current snapshot is a boundary truncate made by the compactor."""
+def is_truncate_boundary(meta: Dict[str, Any]) -> bool:
+    """The metadata's current snapshot is a change-set boundary the job truncated (truncate mode)."""
     state = state_from_metadata(meta)
     snap = state.snapshot(state.current_id)
     return bool(snap and snap.is_boundary)
@@ -54,7 +59,7 @@ class GlueFreshness:
             raise ValueError(f"Glue table {database}.{table} has no metadata_location: not an Iceberg table")
         return state_from_metadata(read_json_s3(self.s3, location), location)
 
-    def _tables(self, database: str) -> List[str]:
+    def tables(self, database: str) -> List[str]:
         names = []
         for page in self.glue.get_paginator("get_tables").paginate(DatabaseName=database, **self._ids()):
             for t in page.get("TableList", []):
@@ -62,22 +67,25 @@ class GlueFreshness:
                     names.append(t["Name"])
         return sorted(names)
 
-    def pending(self, namespace: str, tables: Optional[Sequence[str]]) -> Tuple[List[str], Dict[str, str]]:
-        """(tables with work, why each has work)."""
-        names = list(tables) if tables else self._tables(namespace)
-        work: Dict[str, str] = {}
-        for name in names:
+    def check(self, namespace: str, tables: Optional[Sequence[str]], maintenance: MaintenanceOptions,
+              now_ms: int) -> Dict[str, TableCheck]:
+        """Per table: why it needs a merge, and which requested maintenance is due."""
+        out: Dict[str, TableCheck] = {}
+        for name in (list(tables) if tables else self.tables(namespace)):
             source = self._state(namespace, name)
             mirror = self._state(namespace + self.suffix, name + "_cow")
             try:
                 mode = resolve_mode(source, mirror, self.source_mode)
             except SourceModeError:
-                work[name] = "source mode conflict"  # the run reports it
+                out[name] = TableCheck(merge="source mode conflict")  # the run reports it
                 continue
             step = planner.plan_next(source, mirror, mode)
-            if planner.has_work(step):
-                work[name] = type(step).__name__.lower()
-        return sorted(work), work
+            due: List[str] = []
+            if maintenance.requested and source.exists:
+                due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
+                                      now_ms, built_format(mirror) == MirrorFormat.DV)
+            out[name] = TableCheck(type(step).__name__.lower() if planner.has_work(step) else None, tuple(due))
+        return out
 
 
 def freshness_for(cfg: DestinationConfig, glue, s3, cow_suffix: str,

@@ -1,14 +1,15 @@
-"""Builds the EMR Serverless StartJobRun request for one namespace. Pure: no AWS calls.
+"""Builds the EMR Serverless StartJobRun request for one namespace's mirror run. Pure: no AWS calls.
 
 The request carries the secret's id, never its content: the job reads the config itself.
 """
 import hashlib
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence, Union
 
 from olake_cow.config import DestinationConfig
 from olake_cow.errors import ConfigError
 
+from .decide import AllTables, Tables
 from .settings import Settings
 
 NAMESPACE_TAG = "olake-cow:namespace"
@@ -27,8 +28,8 @@ def summary_location(settings: Settings, namespace: str, token: str) -> str:
     return f"{settings.summary_uri.rstrip('/')}/{namespace}/{token}.json"
 
 
-def job_arguments(settings: Settings, namespace: str, tables: Optional[Sequence[str]],
-                  summary_uri: str, maintenance: Sequence[str] = ()) -> List[str]:
+def job_arguments(settings: Settings, namespace: str, tables: Union[AllTables, Tables],
+                  summary_uri: str, flags: Sequence[str] = ()) -> List[str]:
     args = ["--secret-id", settings.secret_id, "--source-namespace", namespace,
             "--cow-namespace", settings.cow_namespace(namespace),
             "--summary-out", summary_uri, "--delete-mode", settings.delete_mode,
@@ -36,13 +37,15 @@ def job_arguments(settings: Settings, namespace: str, tables: Optional[Sequence[
     location = settings.cow_location(namespace)
     if location:
         args += ["--cow-base-location", location]
-    if tables:
-        args += ["--tables", ",".join(sorted(tables))]
+    if isinstance(tables, Tables):
+        args += ["--tables", ",".join(sorted(tables.names))]
     if settings.region:
         args += ["--region", settings.region]
-    if settings.source_mode and "--source-mode" not in maintenance:
+    if settings.source_mode and "--source-mode" not in flags:
         args += ["--source-mode", settings.source_mode.value]
-    return args + list(maintenance)
+    if settings.mirror_format and "--mirror-format" not in flags:
+        args += ["--mirror-format", settings.mirror_format.value]
+    return args + list(flags)
 
 
 def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
@@ -60,8 +63,8 @@ def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
 
 
 def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace: str,
-                          tables: Optional[Sequence[str]], window: str, trigger: str,
-                          maintenance: Sequence[str] = ()) -> Dict[str, Any]:
+                          tables: Union[AllTables, Tables], window: str, trigger: str,
+                          flags: Sequence[str] = ()) -> Dict[str, Any]:
     token = client_token(namespace, window)
     summary_uri = summary_location(settings, namespace, token)
     monitoring: Dict[str, Any] = {}
@@ -79,7 +82,7 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
         "executionTimeoutMinutes": settings.job_timeout_min,
         "jobDriver": {"sparkSubmit": {
             "entryPoint": settings.entry_point,
-            "entryPointArguments": job_arguments(settings, namespace, tables, summary_uri, maintenance),
+            "entryPointArguments": job_arguments(settings, namespace, tables, summary_uri, flags),
             "sparkSubmitParameters": spark_parameters(settings, cfg),
         }},
         "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: trigger},

@@ -1,17 +1,30 @@
-"""Turns a job's run summary into CloudWatch metric points. Pure."""
+"""Turns a mirror run's summary, and what EMR Serverless billed for it, into CloudWatch metric
+points. Pure. Statuses are the job's own (olake_cow.summary), so the two cannot drift."""
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional
 
+from olake_cow.summary import RunStatus, TableStatus
+
 FAILED_STATES = ("FAILED", "CANCELLED")
+TABLE_VALUES = (("RowsUpserted", "rows_upserted"), ("RowsDeleted", "rows_deleted"), ("FilesWritten", "files_written"))
 
 
 @dataclass(frozen=True)
 class Point:
     name: str
-    unit: str  # a CloudWatch unit name: Count, Seconds
+    unit: str  # a CloudWatch unit name: Count, Seconds, None
     value: float
     table: Optional[str] = None  # None: a namespace-level point
+
+
+@dataclass(frozen=True)
+class Prices:
+    """List prices (USD) the estimated cost of a run is computed with (stack parameters)."""
+
+    vcpu_hour: float
+    gb_hour: float
+    storage_gb_hour: float
 
 
 def _epoch_ms(iso: Optional[str]) -> Optional[int]:
@@ -24,43 +37,51 @@ def _epoch_ms(iso: Optional[str]) -> Optional[int]:
 
 
 def summary_points(summary: Optional[Mapping[str, Any]], state: str, table_limit: int) -> List[Point]:
-    """Namespace totals, plus per-table points when the run has at most `table_limit` tables.
-    `state` is the EMR job state; a failed or cancelled run, or a missing summary, counts a failure."""
+    """Namespace totals, plus per-table points when the run has at most `table_limit` tables
+    (0: never). `state` is the EMR job state; a failed or cancelled run, a failed table or a
+    missing summary counts a failure."""
     points: List[Point] = []
-    failed_run = state in FAILED_STATES or not summary or summary.get("status") != "succeeded"
+    failed_run = state in FAILED_STATES or not summary or summary.get("status") != RunStatus.SUCCEEDED.value
     points.append(Point("JobFailed", "Count", 1.0 if failed_run else 0.0))
     if not summary:
         return points
     tables: List[Dict[str, Any]] = list(summary.get("tables") or [])
     finished = _epoch_ms(summary.get("finished_at"))
-    totals = {"RowsUpserted": 0, "RowsDeleted": 0, "FilesWritten": 0}
-    compacted = failed = 0
+    totals = {name: 0 for name, _ in TABLE_VALUES}
+    merged = failed = 0
     lags: List[float] = []
-    per_table = len(tables) <= table_limit
+    per_table = 0 < len(tables) <= table_limit
     for t in tables:
         status = t.get("status")
-        compacted += status == "merged"
-        failed += status == "failed"
-        upserted = int(t.get("rows_upserted") or 0)
-        values = {"RowsUpserted": upserted, "RowsDeleted": int(t.get("rows_deleted") or 0),
-                  "FilesWritten": int(t.get("files_written") or 0)}
+        merged += status == TableStatus.MERGED.value
+        failed += status in (TableStatus.FAILED.value, TableStatus.VERIFY_FAILED.value)
+        values = {name: int(t.get(key) or 0) for name, key in TABLE_VALUES}
         for k, v in values.items():
             totals[k] += v
         lag = None
-        if status == "merged" and finished and t.get("last_change_ms"):
+        if status == TableStatus.MERGED.value and finished and t.get("last_change_ms"):
             lag = max(0.0, (finished - int(t["last_change_ms"])) / 1000.0)
             lags.append(lag)
         if per_table:
             name = str(t.get("table"))
             points += [Point(k, "Count", float(v), name) for k, v in values.items()]
-            points.append(Point("TableFailed", "Count", float(status == "failed"), name))
+            points.append(Point("TableFailed", "Count", float(status == TableStatus.FAILED.value), name))
             points.append(Point("DurationSeconds", "Seconds", float(t.get("duration_s") or 0.0), name))
             if lag is not None:
                 points.append(Point("LagSeconds", "Seconds", lag, name))
-    points += [Point("TablesCompacted", "Count", float(compacted)),
-               Point("TablesFailed", "Count", float(failed))]
+    points += [Point("TablesMerged", "Count", float(merged)), Point("TablesFailed", "Count", float(failed))]
     points += [Point(k, "Count", float(v)) for k, v in totals.items()]
     points.append(Point("DurationSeconds", "Seconds", float(summary.get("duration_s") or 0.0)))
     if lags:
         points.append(Point("LagSeconds", "Seconds", max(lags)))
     return points
+
+
+def billed_points(job_run: Mapping[str, Any], prices: Prices) -> List[Point]:
+    """What EMR Serverless billed for a finished run (GetJobRun's billedResourceUtilization), and
+    its estimated cost at the given list prices."""
+    billed = job_run.get("billedResourceUtilization") or {}
+    vcpu, memory, storage = (float(billed.get(k) or 0.0) for k in ("vCPUHour", "memoryGBHour", "storageGBHour"))
+    cost = vcpu * prices.vcpu_hour + memory * prices.gb_hour + storage * prices.storage_gb_hour
+    return [Point("BilledVCPUHours", "None", vcpu), Point("BilledMemoryGBHours", "None", memory),
+            Point("BilledStorageGBHours", "None", storage), Point("EstimatedCostUSD", "None", round(cost, 6))]

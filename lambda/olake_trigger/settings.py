@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from olake_cow.errors import ConfigError
-from olake_cow.modes import SourceMode, parse_mode
+from olake_cow.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
 _S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
 
@@ -28,6 +28,7 @@ class Settings:
     lease_margin_min: int = 30
     delete_mode: str = "keep"
     source_mode: Optional[SourceMode] = None  # None: each mirror keeps its own; new mirrors readonly
+    mirror_format: Optional[MirrorFormat] = None  # None: each mirror keeps its own; new mirrors cow
     parallelism: int = 4
     iceberg_jar: str = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
     extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
@@ -39,7 +40,11 @@ class Settings:
     function_arn: Optional[str] = None  # debounce target; default: the invoked function
     config_max_age_s: int = 300
     dedupe_ttl_s: int = 7 * 24 * 3600
-    table_metrics_limit: int = 25  # per-table metrics only for runs with at most this many tables
+    table_metrics_limit: int = 25  # per-table metrics only for runs with at most this many tables (0: none)
+    # EMR Serverless list prices (USD, us-east-1, 2026) for the estimated cost of a run
+    price_vcpu_hour: float = 0.052624
+    price_gb_hour: float = 0.0057785
+    price_storage_gb_hour: float = 0.000111
     region: Optional[str] = None
 
     def cow_namespace(self, namespace: str) -> str:
@@ -82,6 +87,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     if delete_mode not in ("keep", "hard"):
         raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
     source_mode = parse_mode(env.get("SOURCE_MODE", "").strip() or None, "SOURCE_MODE")
+    mirror_format = parse_format(env.get("MIRROR_FORMAT", "").strip() or None, "MIRROR_FORMAT")
     suffix = env.get("COW_NAMESPACE_SUFFIX", "_cow").strip()
     if not suffix:
         raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")
@@ -95,6 +101,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
         delete_mode=delete_mode,
         source_mode=source_mode,
+        mirror_format=mirror_format,
         parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
         extra_jars=env.get("JOB_EXTRA_JARS", ""),
@@ -106,6 +113,9 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         function_arn=env.get("DEBOUNCE_TARGET_ARN") or None,
         config_max_age_s=_int(env, "CONFIG_MAX_AGE_SECONDS", 300, 0),
         table_metrics_limit=_int(env, "TABLE_METRICS_LIMIT", 25, 0),
+        price_vcpu_hour=_price(env, "PRICE_VCPU_HOUR", Settings.price_vcpu_hour),
+        price_gb_hour=_price(env, "PRICE_GB_HOUR", Settings.price_gb_hour),
+        price_storage_gb_hour=_price(env, "PRICE_STORAGE_GB_HOUR", Settings.price_storage_gb_hour),
         region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
         **values,
     )
@@ -121,4 +131,17 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _price(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a price in USD, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{name} must be >= 0, got {value}")
     return value

@@ -10,16 +10,14 @@ Item `ns#<namespace>`:
   token        S   client token of the run holding the lease
   job_run_id   S   EMR Serverless job run id, once started
   summary_uri  S   where that run writes its summary
-  pending      SS  tables with commits not yet handed to a run ("*" = all tables)
+  pending      SS  tables with commits not yet handed to a run ("*" = all tables, decide.ALL_TABLES)
   last_commit  N   epoch seconds of the newest commit event (debounce)
 Item `seen#<event>`: expires_at N (TTL attribute)
 """
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
-
-ALL_TABLES = "*"
 
 
 @dataclass(frozen=True)
@@ -51,12 +49,6 @@ def _state(namespace: str, item: Optional[Dict[str, Any]]) -> NamespaceState:
 
 def _conditional_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-def tables_of(pending: Iterable[str]) -> Optional[Tuple[str, ...]]:
-    """Pending set -> job tables (None = every table of the namespace)."""
-    pending = tuple(sorted(set(pending)))
-    return None if ALL_TABLES in pending or not pending else pending
 
 
 class StateStore:
@@ -92,16 +84,20 @@ class StateStore:
                 return False
             raise
 
-    def add_pending(self, namespace: str, tables: Optional[Iterable[str]], now: Optional[int] = None
-                    ) -> NamespaceState:
-        """Record tables with work waiting; `now` also moves the debounce clock."""
-        names = list(tables) if tables else [ALL_TABLES]
-        expr = "ADD pending :t"
-        values: Dict[str, Any] = {":t": {"SS": sorted(set(names))}}
+    def add_pending(self, namespace: str, names: Iterable[str], now: Optional[int] = None) -> NamespaceState:
+        """Record tables with work waiting (ALL_TABLES: every table); `now` also moves the debounce clock."""
+        names = sorted(set(names))
+        parts: List[str] = []
+        values: Dict[str, Any] = {}
+        if names:
+            parts.append("ADD pending :t")
+            values[":t"] = {"SS": names}
         if now is not None:
-            expr += " SET last_commit = :now"
+            parts.append("SET last_commit = :now")
             values[":now"] = {"N": str(now)}
-        out = self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=expr,
+        if not parts:
+            return self.get(namespace)
+        out = self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=" ".join(parts),
                                    ExpressionAttributeValues=values, ReturnValues="ALL_NEW")
         return _state(namespace, out.get("Attributes"))
 

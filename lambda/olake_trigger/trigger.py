@@ -1,25 +1,40 @@
-"""What the trigger does for each kind of event: the orchestration between the state store,
-the debounce timer, the idle check and EMR Serverless. AWS clients are injected; the Powertools
-wiring lives in handler.py."""
+"""What the trigger does for each kind of event: carries out the decisions of decide.py with the
+state store, the debounce timer, the catalog check and EMR Serverless. AWS clients are injected;
+the Powertools wiring lives in handler.py."""
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from botocore.exceptions import ClientError
 
 from olake_cow.config import DestinationConfig
 from olake_cow.errors import ConfigError
+from olake_cow.maintenance import MaintenanceOptions
 
 from . import jobs
 from .debounce import Debouncer
+from .decide import (
+    AllTables,
+    PendingTables,
+    Skip,
+    TableCheck,
+    Tables,
+    TableSelection,
+    TriggerStatus,
+    covered,
+    decide,
+    lease_until,
+    pending_entry,
+)
 from .events import Commit, Ignored, JobStateChange, RunRequest, classify
-from .freshness import freshness_for, is_compactor_commit, read_json_s3
-from .metrics import Point, summary_points
+from .freshness import freshness_for, is_truncate_boundary, read_json_s3
+from .metrics import Point, Prices, billed_points, summary_points
 from .settings import Settings
-from .state import ALL_TABLES, StateStore, tables_of
+from .state import StateStore
 
 log = logging.getLogger("olake_trigger")
+QUEUED_REASON = "a mirror run holds this namespace; one follow-up run will start after it"
 
 
 @dataclass
@@ -29,6 +44,21 @@ class Clients:
     ddb: Any
     scheduler: Any
     glue: Any
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is asked for: beyond the tables, what the job gets and how the trigger decides."""
+
+    trigger: str
+    force: bool = False
+    dry_run: bool = False
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    flags: Sequence[str] = ()  # job flags beyond maintenance (--source-mode, --verify)
+
+
+def _result(status: TriggerStatus, **fields: Any) -> Dict[str, Any]:
+    return {"status": status.value, **fields}
 
 
 class Trigger:
@@ -48,107 +78,88 @@ class Trigger:
         ev = classify(event, self.s, cfg.warehouse if cfg else None, request_id)
         if isinstance(ev, Ignored):
             log.info("ignored: %s", ev.reason)
-            return {"status": "ignored", "reason": ev.reason}
+            return _result(TriggerStatus.IGNORED, reason=ev.reason)
         if isinstance(ev, JobStateChange):
             return self.on_job_state(ev)
         assert cfg is not None
         if isinstance(ev, Commit):
             return self.on_commit(ev, cfg)
         results = [self.on_request(ev, ns, tables, cfg) for ns, tables in ev.targets]
-        return results[0] if len(results) == 1 else {"status": "multiple", "results": results}
+        return results[0] if len(results) == 1 else _result(TriggerStatus.MULTIPLE, results=results)
 
     # --- S3 commit events -------------------------------------------------------------------
     def on_commit(self, ev: Commit, cfg: DestinationConfig) -> Dict[str, Any]:
         base = {"namespace": ev.namespace, "table": ev.table}
         if not self.store.first_sighting(f"s3:{ev.bucket}/{ev.key}", self.now(), self.s.dedupe_ttl_s):
             log.info("duplicate commit event for s3://%s/%s", ev.bucket, ev.key)
-            return {**base, "status": "duplicate", "reason": "this commit was already seen"}
+            return {**base, **_result(TriggerStatus.DUPLICATE, reason="this commit was already seen")}
         try:
-            if is_compactor_commit(read_json_s3(self.c.s3, f"s3://{ev.bucket}/{ev.key}")):
-                return {**base, "status": "ignored", "reason": "the compactor's own commit (a change-set boundary)"}
+            if is_truncate_boundary(read_json_s3(self.c.s3, f"s3://{ev.bucket}/{ev.key}")):
+                return {**base, **_result(TriggerStatus.IGNORED,
+                                          reason="the job's own truncate (a change-set boundary)")}
         except (ClientError, ValueError) as exc:
             log.warning("cannot read s3://%s/%s (%s); treating it as a source commit", ev.bucket, ev.key,
                         type(exc).__name__)
         now = self.now()
         st = self.store.add_pending(ev.namespace, [ev.table], now)
-        if st.leased(now):
-            running = self._reconcile(ev.namespace, st.job_run_id)
-            if running:
-                return {**base, "status": "queued", "job_run_id": st.job_run_id,
-                        "reason": "a job is running for this namespace; one follow-up run will start after it"}
+        if st.leased(now) and self._still_running(ev.namespace, st.job_run_id):
+            return {**base, **_result(TriggerStatus.QUEUED, job_run_id=st.job_run_id, reason=QUEUED_REASON)}
         if self.s.quiet_period_s == 0:
-            return {**base, **self.start(ev.namespace, (), f"commit:{ev.bucket}/{ev.key}", "commit", cfg)}
+            return {**base, **self.start(ev.namespace, PendingTables(), f"commit:{ev.bucket}/{ev.key}",
+                                         RunOptions("commit"), cfg)}
         due = st.last_commit + self.s.quiet_period_s
         self._debouncer().schedule(ev.namespace, due)
-        return {**base, "status": "debounced", "due": due,
-                "reason": f"the job starts when no commit arrived for {self.s.quiet_period_s} s"}
+        return {**base, **_result(TriggerStatus.DEBOUNCED, due=due,
+                                  reason=f"the run starts when no commit arrived for {self.s.quiet_period_s} s")}
 
     # --- schedule, direct and debounce requests ---------------------------------------------
-    def on_request(self, ev: RunRequest, namespace: str, tables: Optional[Tuple[str, ...]],
+    def on_request(self, ev: RunRequest, namespace: str, tables: TableSelection,
                    cfg: DestinationConfig) -> Dict[str, Any]:
         if ev.trigger == "debounce":
             st = self.store.get(namespace)
             due = st.last_commit + self.s.quiet_period_s
             if due > self.now():
                 self._debouncer().schedule(namespace, due)
-                return {"namespace": namespace, "status": "debounced", "due": due,
-                        "reason": "a commit arrived during the quiet period"}
-            return {"namespace": namespace, **self.start(namespace, (), ev.window, "debounce", cfg)}
-        requested = tables if tables else None
-        # Maintenance may be due when no source commit is: the idle check does not apply then.
-        flags = list(ev.maintenance) + (["--source-mode", ev.source_mode] if ev.source_mode else []) + (
-            ["--verify"] if ev.verify else [])
-        force = ev.force or bool(ev.maintenance) or ev.verify  # a verify is asked for its own sake
-        return {"namespace": namespace, **self.start(namespace, requested, f"{ev.trigger}:{ev.window}",
-                                                     ev.trigger, cfg, force=force, dry_run=ev.dry_run,
-                                                     maintenance=flags)}
+                return {"namespace": namespace, **_result(TriggerStatus.DEBOUNCED, due=due,
+                                                          reason="a commit arrived during the quiet period")}
+            return {"namespace": namespace, **self.start(namespace, PendingTables(), ev.window,
+                                                         RunOptions("debounce"), cfg)}
+        flags = (["--source-mode", ev.source_mode] if ev.source_mode else []) + (
+            ["--mirror-format", ev.mirror_format] if ev.mirror_format else []) + (["--verify"] if ev.verify else [])
+        # A verify is asked for its own sake: no check of what is new first.
+        opts = RunOptions(ev.trigger, force=ev.force or ev.verify, dry_run=ev.dry_run, maintenance=ev.maintenance,
+                          flags=flags)
+        return {"namespace": namespace, **self.start(namespace, tables, f"{ev.trigger}:{ev.window}", opts, cfg)}
 
-    # --- starting a job ---------------------------------------------------------------------
-    def start(self, namespace: str, requested: Optional[Sequence[str]], window: str, trigger: str,
-              cfg: DestinationConfig, force: bool = False, dry_run: bool = False,
-              maintenance: Sequence[str] = ()) -> Dict[str, Any]:
-        """`requested`: None = every table; () = only the tables with pending commits."""
-        if dry_run:
-            asked = None if requested is None else list(requested)
-            work = self._work(cfg, namespace, asked) if not force else None
-            request = jobs.start_job_run_request(self.s, cfg, namespace, work or asked, window, trigger,
-                                                 maintenance)
-            return {"status": "dry_run", "would_start": work is None or bool(work),
-                    "tables_with_work": work, "request": request}
-        token = jobs.client_token(namespace, window)
-        now = self.now()
-        lease_until = now + 60 * (self.s.job_timeout_min + self.s.lease_margin_min)
-        held = self.store.acquire(namespace, token, now, lease_until)
+    # --- starting a run -------------------------------------------------------------------------
+    def start(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
+              cfg: DestinationConfig) -> Dict[str, Any]:
+        if opts.dry_run:
+            return self._dry_run(namespace, requested, window, opts, cfg)
+        token, now = jobs.client_token(namespace, window), self.now()
+        until = lease_until(now, self.s.job_timeout_min, self.s.lease_margin_min)
+        held = self.store.acquire(namespace, token, now, until)
         if held is None:
             st = self.store.get(namespace)
-            if self._reconcile(namespace, st.job_run_id):
-                if requested is None or requested:
-                    self.store.add_pending(namespace, requested)  # None: all tables
-                return {"status": "queued", "job_run_id": st.job_run_id,
-                        "reason": "a job is running for this namespace; one follow-up run will start after it"}
-            held = self.store.acquire(namespace, token, now, lease_until)
+            if self._still_running(namespace, st.job_run_id):
+                self.store.add_pending(namespace, pending_entry(requested))
+                return _result(TriggerStatus.QUEUED, job_run_id=st.job_run_id, reason=QUEUED_REASON)
+            held = self.store.acquire(namespace, token, now, until)
             if held is None:
-                return {"status": "queued", "reason": "another invocation is starting a job for this namespace"}
+                return _result(TriggerStatus.QUEUED, reason="another invocation is starting a run for this namespace")
         pending = held.pending
-        tables: Optional[Tuple[str, ...]]
-        if requested is None or ALL_TABLES in pending:
-            tables = None
-        else:
-            tables = tables_of(set(pending) | set(requested))
-            if not pending and not requested:
-                self.store.abandon(namespace, token, ())
-                return {"status": "skipped", "reason": "no pending commits for this namespace"}
         try:
-            if not force:
-                work = self._work(cfg, namespace, tables)
-                if work is not None and not work:
-                    self.store.abandon(namespace, token, ())
-                    self.emit(namespace, Point("Skipped", "Count", 1.0))
-                    log.info("namespace %s: no source commit the mirror has not absorbed; no job started", namespace)
-                    return {"status": "skipped", "reason": "no source commit that the mirror has not absorbed"}
-                if work:
-                    tables = tuple(work)
-            request = jobs.start_job_run_request(self.s, cfg, namespace, tables, window, trigger, maintenance)
+            tables = covered(requested, pending)
+            decision = tables if isinstance(tables, Skip) else decide(
+                tables, None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance),
+                opts.force, opts.maintenance.requested)
+            if isinstance(decision, Skip):
+                self.store.abandon(namespace, token, ())
+                self.emit(namespace, Point("Skipped", "Count", 1.0))
+                log.info("namespace %s: %s; no run started", namespace, decision.reason)
+                return _result(TriggerStatus.SKIPPED, reason=decision.reason)
+            request = jobs.start_job_run_request(self.s, cfg, namespace, decision.tables, window, opts.trigger,
+                                                 self._flags(opts, decision.maintenance))
             run = self.c.emr.start_job_run(**request)
         except Exception:
             self.store.abandon(namespace, token, pending)
@@ -156,74 +167,99 @@ class Trigger:
         summary_uri = jobs.summary_location(self.s, namespace, token)
         self.store.started(namespace, token, run["jobRunId"], summary_uri)
         self.emit(namespace, Point("JobsStarted", "Count", 1.0))
-        log.info("namespace %s: started job run %s (%s) for %s", namespace, run["jobRunId"], trigger,
-                 ",".join(tables) if tables else "all tables")
-        return {"status": "started", "job_run_id": run["jobRunId"], "client_token": token,
-                "tables": list(tables) if tables else "all", "summary": summary_uri}
+        log.info("namespace %s: started mirror run %s (%s) for %s", namespace, run["jobRunId"], opts.trigger,
+                 ", ".join(f"{t}: {why}" for t, why in decision.why.items()) or _names(decision.tables))
+        return _result(TriggerStatus.STARTED, job_run_id=run["jobRunId"], client_token=token,
+                       tables=_names(decision.tables), summary=summary_uri)
 
-    def _work(self, cfg: DestinationConfig, namespace: str, tables: Optional[Sequence[str]]):
-        """Tables with work (list), or None when the catalog cannot be read from here."""
+    def _dry_run(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
+                 cfg: DestinationConfig) -> Dict[str, Any]:
+        """What a request would start, with nothing taken or started (pending commits stay pending)."""
+        tables = covered(AllTables() if isinstance(requested, PendingTables) else requested, ())
+        assert not isinstance(tables, Skip)
+        checks = None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance)
+        decision = decide(tables, checks, opts.force, opts.maintenance.requested)
+        chosen = tables if isinstance(decision, Skip) else decision.tables
+        request = jobs.start_job_run_request(self.s, cfg, namespace, chosen, window, opts.trigger,
+                                             self._flags(opts, not isinstance(decision, Skip) and decision.maintenance))
+        return _result(TriggerStatus.DRY_RUN, would_start=not isinstance(decision, Skip),
+                       tables_with_work=None if checks is None else sorted(
+                           t for t, c in checks.items() if c.merge or c.due),
+                       reason=decision.reason if isinstance(decision, Skip) else None, request=request)
+
+    @staticmethod
+    def _flags(opts: RunOptions, maintenance: bool) -> List[str]:
+        return (opts.maintenance.cli_args() if maintenance else []) + list(opts.flags)
+
+    def _checks(self, cfg: DestinationConfig, namespace: str, tables: Union[AllTables, Tables],
+                maintenance: MaintenanceOptions) -> Optional[Dict[str, TableCheck]]:
+        """The metadata check of each covered table, or None when the catalog cannot be read from here."""
         fresh = freshness_for(cfg, self.c.glue, self.c.s3, self.s.cow_suffix, self.s.source_mode)
         if fresh is None:
             return None
         try:
-            work, why = fresh.pending(namespace, tables)
+            checks = fresh.check(namespace, tables.names if isinstance(tables, Tables) else None, maintenance,
+                                 self.now() * 1000)
         except (ClientError, ValueError, KeyError) as exc:
-            log.warning("idle check for %s failed (%s: %s); starting the job anyway", namespace,
+            log.warning("metadata check for %s failed (%s: %s); starting the run anyway", namespace,
                         type(exc).__name__, exc)
             return None
-        log.info("idle check for %s: %s", namespace, why or "nothing new")
-        return work
+        log.info("metadata check for %s: %s", namespace,
+                 {t: c for t, c in checks.items() if c.merge or c.due} or "nothing new, nothing due")
+        return checks
 
-    def _reconcile(self, namespace: str, job_run_id: Optional[str]) -> bool:
-        """True if `job_run_id` still runs. A finished job whose end event was lost is finished here."""
+    def _still_running(self, namespace: str, job_run_id: Optional[str]) -> bool:
+        """True if `job_run_id` still runs. A finished run whose end event was lost is finished here."""
         if not job_run_id:
-            return True  # the lease holder is still starting its job
+            return True  # the lease holder is still starting its run
         try:
             run = self.c.emr.get_job_run(applicationId=self.s.application_id, jobRunId=job_run_id)["jobRun"]
         except ClientError:
             return True
         if run["state"] in ("SUCCESS", "FAILED", "CANCELLED"):
-            log.warning("job run %s ended (%s) without an end event reaching us; finishing it now",
+            log.warning("mirror run %s ended (%s) without an end event reaching us; finishing it now",
                         job_run_id, run["state"])
-            self.finish(namespace, job_run_id, run["state"], follow_up=False)
+            self.finish(namespace, run, follow_up=False)
             return False
         return True
 
-    # --- job end ------------------------------------------------------------------------------
+    # --- run end --------------------------------------------------------------------------------
     def on_job_state(self, ev: JobStateChange) -> Dict[str, Any]:
         base = {"job_run_id": ev.job_run_id, "state": ev.state}
         if ev.application_id != self.s.application_id:
-            return {**base, "status": "ignored", "reason": "another EMR Serverless application"}
+            return {**base, **_result(TriggerStatus.IGNORED, reason="another EMR Serverless application")}
         if not ev.terminal:
-            return {**base, "status": "ignored", "reason": f"state {ev.state} is not final"}
+            return {**base, **_result(TriggerStatus.IGNORED, reason=f"state {ev.state} is not final")}
         run = self.c.emr.get_job_run(applicationId=ev.application_id, jobRunId=ev.job_run_id)["jobRun"]
         namespace = (run.get("tags") or {}).get(jobs.NAMESPACE_TAG)
         if not namespace:
-            return {**base, "status": "ignored", "reason": "not a job this trigger started"}
-        return {**base, "namespace": namespace, **self.finish(namespace, ev.job_run_id, ev.state)}
+            return {**base, **_result(TriggerStatus.IGNORED, reason="not a run this trigger started")}
+        return {**base, "namespace": namespace, **self.finish(namespace, {**run, "state": ev.state})}
 
-    def finish(self, namespace: str, job_run_id: str, state: str, follow_up: bool = True) -> Dict[str, Any]:
-        st = self.store.finish(namespace, job_run_id)
+    def finish(self, namespace: str, run: Dict[str, Any], follow_up: bool = True) -> Dict[str, Any]:
+        """Release the namespace, publish the run's metrics (summary and billed cost), start the follow-up."""
+        st = self.store.finish(namespace, run["jobRunId"])
         if st is None:
-            return {"status": "duplicate", "reason": "this job's end was already handled"}
+            return _result(TriggerStatus.DUPLICATE, reason="this run's end was already handled")
         summary = None
         if st.summary_uri:
             try:
                 summary = read_json_s3(self.c.s3, st.summary_uri)
             except (ClientError, ValueError) as exc:
                 log.warning("no summary at %s (%s)", st.summary_uri, type(exc).__name__)
-        for point in summary_points(summary, state, self.s.table_metrics_limit):
+        prices = Prices(self.s.price_vcpu_hour, self.s.price_gb_hour, self.s.price_storage_gb_hour)
+        for point in summary_points(summary, run["state"], self.s.table_metrics_limit) + billed_points(run, prices):
             self.emit(namespace, point)
-        out: Dict[str, Any] = {"status": "finished", "summary_status": (summary or {}).get("status")}
+        out = _result(TriggerStatus.FINISHED, summary_status=(summary or {}).get("status"))
         if follow_up and st.pending:
             cfg = self.load_config()
             due = st.last_commit + self.s.quiet_period_s
             if self.s.quiet_period_s and due > self.now():
                 self._debouncer().schedule(namespace, due)
-                out["follow_up"] = {"status": "debounced", "due": due}
+                out["follow_up"] = _result(TriggerStatus.DEBOUNCED, due=due)
             else:
-                out["follow_up"] = self.start(namespace, (), f"followup:{job_run_id}", "followup", cfg)
+                out["follow_up"] = self.start(namespace, PendingTables(), f"followup:{run['jobRunId']}",
+                                              RunOptions("followup"), cfg)
         return out
 
     def _debouncer(self) -> Debouncer:
@@ -231,3 +267,7 @@ class Trigger:
             raise ConfigError("QUIET_PERIOD_SECONDS > 0 needs SCHEDULER_ROLE_ARN (and the function ARN) "
                               "for the debounce schedule; set QUIET_PERIOD_SECONDS=0 to start at once")
         return Debouncer(self.c.scheduler, self.s.scheduler_group, self.s.scheduler_role_arn, self.function_arn)
+
+
+def _names(tables: Union[AllTables, Tables]) -> Union[str, List[str]]:
+    return list(tables.names) if isinstance(tables, Tables) else "all"

@@ -208,14 +208,29 @@ def test_force_skips_the_idle_check(aws):
     assert aws.invoke({"namespace": "sales", "force": True})["status"] == "started"
 
 
-def test_maintenance_in_a_schedule_reaches_the_job_even_when_nothing_is_new(aws):
+PERIODIC = {"trigger": "schedule", "namespaces": ["sales"],
+            "maintenance": {"expire_source_hours": 168, "compact_files": True, "rewrite_manifests": True}}
+
+
+def test_a_periodic_run_with_nothing_new_and_no_maintenance_due_starts_nothing(aws, capsys):
     aws.glue_table("sales", "orders", "source_after_job")
     aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
-    out = aws.invoke({"trigger": "schedule", "namespaces": ["sales"], "window": "w1",
-                      "maintenance": {"expire_source_hours": 168, "compact_files": True, "rewrite_manifests": False}})
+    out = aws.invoke({**PERIODIC, "window": "w1"})
+    assert out["status"] == "skipped" and "no maintenance due" in out["reason"], out
+    assert aws.job_runs() == []
+    assert metric(emf_points(capsys.readouterr().out), "Skipped", namespace="sales") == [1.0]
+
+
+def test_maintenance_that_is_due_starts_a_run_for_it(aws):
+    aws.glue_table("sales", "orders", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    # a month later: the source has snapshots older than its retention (up to the merged boundary)
+    aws.now = max(s["timestamp-ms"] for s in fixture("source_after_job.metadata.json")["snapshots"]) / 1000 + 30 * 86400
+    out = aws.invoke({**PERIODIC, "window": "w2"})
     assert out["status"] == "started", out
     [run] = aws.job_runs()
-    assert args_of(run)[-3:] == ["--expire-source-older-than", "168", "--compact-files"]
+    assert arg(run, "--tables") == "orders"
+    assert args_of(run)[-4:] == ["--expire-source-older-than", "168", "--rewrite-manifests", "--compact-files"]
 
 
 def test_maintenance_in_a_direct_invocation(aws):
@@ -296,7 +311,7 @@ SUMMARY = {
     "status": "failed", "duration_s": 95.5, "finished_at": "2026-11-21T10:30:00+00:00",
     "tables": [
         {"table": "orders", "status": "merged", "rows_upserted": 120, "rows_deleted": 7, "files_written": 3,
-         "duration_s": 40.0, "last_change_ms": 1795000000000 + 0, "boundaries_merged": 1},
+         "duration_s": 40.0, "last_change_ms": 1795000000000 + 0, "merges": 1},
         {"table": "refunds", "status": "up_to_date", "rows_upserted": 0, "rows_deleted": 0, "files_written": 0,
          "duration_s": 2.0, "last_change_ms": None},
         {"table": "returns", "status": "failed", "error": "boom", "duration_s": 1.0},
@@ -319,7 +334,7 @@ def test_a_jobs_end_publishes_metrics_from_its_summary(aws, capsys):
     assert out["status"] == "finished" and out["summary_status"] == "failed"
     points = emf_points(capsys.readouterr().out)
     ns = {"namespace": "sales"}
-    assert metric(points, "TablesCompacted", **ns) == [1.0]
+    assert metric(points, "TablesMerged", **ns) == [1.0]
     assert metric(points, "TablesFailed", **ns) == [1.0]
     assert metric(points, "RowsUpserted", **ns)[-1] == 120.0
     assert metric(points, "RowsDeleted", table="orders") == [7.0]
@@ -397,3 +412,21 @@ def test_a_readonly_deployment_leaves_source_expiry_out_of_maintenance(aws):
     [run] = aws.job_runs()
     assert "--expire-source-older-than" not in args_of(run)
     assert arg(run, "--expire-mirror-older-than") == "24" and arg(run, "--source-mode") == "readonly"
+
+
+def test_a_runs_end_publishes_what_emr_billed_and_its_estimated_cost(aws, capsys):
+    from moto.emrserverless.models import emrserverless_backends
+    from testkit.aws import ACCOUNT, REGION
+
+    job = aws.invoke({"namespace": "sales"})["job_run_id"]
+    for run in emrserverless_backends[ACCOUNT][REGION].job_runs[aws.app_id]:
+        run.billed_resource_utilization = {"vCPUHour": 2.5, "memoryGBHour": 10.0, "storageGBHour": 1.0}
+    aws.apply_env(PRICE_VCPU_HOUR="0.05", PRICE_GB_HOUR="0.005", PRICE_STORAGE_GB_HOUR="0.0001")
+    capsys.readouterr()
+    assert aws.invoke(aws.end_event(job))["status"] == "finished"
+    points = emf_points(capsys.readouterr().out)
+    ns = {"namespace": "sales"}
+    assert metric(points, "BilledVCPUHours", **ns) == [2.5]
+    assert metric(points, "BilledMemoryGBHours", **ns) == [10.0]
+    assert metric(points, "BilledStorageGBHours", **ns) == [1.0]
+    assert metric(points, "EstimatedCostUSD", **ns) == [pytest.approx(2.5 * 0.05 + 10 * 0.005 + 0.0001)]

@@ -1,6 +1,7 @@
 """Pure rules of the trigger: settings, S3 key mapping, the job request, summary metrics."""
 import pytest
 from olake_trigger import jobs
+from olake_trigger.decide import Tables
 from olake_trigger.events import Commit, Ignored, classify
 from olake_trigger.metrics import summary_points
 from olake_trigger.settings import from_env
@@ -70,7 +71,7 @@ def test_a_jdbc_catalog_needs_its_driver_jar():
 def test_the_request_carries_the_secret_id_not_its_content():
     cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt", "aws_secret_key": "TopSecret1"})
     settings = from_env({**ENV, "COW_BASE_LOCATION": "s3://m/base/"})
-    req = jobs.start_job_run_request(settings, cfg, "sales", ["b", "a"], "w", "direct")
+    req = jobs.start_job_run_request(settings, cfg, "sales", Tables(("b", "a")), "w", "direct")
     args = req["jobDriver"]["sparkSubmit"]["entryPointArguments"]
     assert args[args.index("--tables") + 1] == "a,b"
     assert args[args.index("--cow-base-location") + 1] == "s3://m/base/sales_cow"

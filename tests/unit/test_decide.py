@@ -1,0 +1,116 @@
+"""The trigger's pure decisions (olake_trigger.decide) and the maintenance-due rules the job and the
+trigger share (olake_cow.maintenance.maintenance_due), on literal records."""
+import pytest
+from olake_trigger.decide import (
+    ALL_TABLES,
+    AllTables,
+    PendingTables,
+    Skip,
+    Start,
+    TableCheck,
+    Tables,
+    covered,
+    decide,
+    lease_until,
+    pending_entry,
+)
+
+from olake_cow.maintenance import MANIFEST_REWRITE_EVERY, MaintenanceOptions, maintenance_due
+from olake_cow.snapshots import Snapshot, TableState
+
+pytestmark = pytest.mark.unit
+HOUR = 3600 * 1000
+
+
+# --- which tables a run covers --------------------------------------------------------------------
+def test_a_run_covers_what_was_asked_plus_what_commits_left_pending():
+    assert covered(Tables(("b",)), ("a",)) == Tables(("a", "b"))
+    assert covered(PendingTables(), ("c", "a")) == Tables(("a", "c"))
+    assert covered(AllTables(), ("a",)) == AllTables()
+    assert covered(Tables(("b",)), (ALL_TABLES,)) == AllTables()
+
+
+def test_only_pending_tables_with_nothing_pending_is_a_skip():
+    assert isinstance(covered(PendingTables(), ()), Skip)
+
+
+def test_a_request_queued_behind_a_run_leaves_its_tables_pending():
+    assert pending_entry(AllTables()) == (ALL_TABLES,)
+    assert pending_entry(Tables(("a",))) == ("a",)
+    assert pending_entry(PendingTables()) == ()  # its tables are pending already
+
+
+# --- start or skip ----------------------------------------------------------------------------------
+def test_only_tables_with_work_are_run():
+    checks = {"a": TableCheck(merge="merge"), "b": TableCheck(), "c": TableCheck(due=("compact_files",))}
+    step = decide(AllTables(), checks, force=False, maintenance=True)
+    assert isinstance(step, Start) and step.tables == Tables(("a", "c")) and step.maintenance
+    assert step.why == {"a": "merge (merge)", "c": "maintenance due: compact_files"}
+
+
+def test_nothing_new_and_nothing_due_is_a_skip():
+    checks = {"a": TableCheck(), "b": TableCheck()}
+    assert decide(AllTables(), checks, force=False, maintenance=True) == Skip(
+        "no source commit the mirror has not absorbed and no maintenance due")
+
+
+def test_maintenance_goes_with_a_run_only_when_some_is_due():
+    step = decide(Tables(("a",)), {"a": TableCheck(merge="merge")}, force=False, maintenance=True)
+    assert isinstance(step, Start) and not step.maintenance
+
+
+@pytest.mark.parametrize("force, checks", [(True, {"a": TableCheck()}), (False, None)])
+def test_force_or_an_unreadable_catalog_starts_the_run_as_asked(force, checks):
+    assert decide(AllTables(), checks, force=force, maintenance=True) == Start(AllTables(), True)
+
+
+def test_the_lease_outlives_the_longest_run():
+    assert lease_until(1000, job_timeout_min=180, margin_min=30) == 1000 + 210 * 60
+
+
+# --- is maintenance due? ----------------------------------------------------------------------------
+def snap(sid, ts_h, parent=None, **summary):
+    values = {k.replace("_", "-"): str(v) for k, v in summary.items()}
+    return Snapshot(sid, parent, int(ts_h * HOUR), "overwrite", values, sid)
+
+
+def table(*snaps, props=None):
+    return TableState(True, "u", snaps[-1].snapshot_id, snaps, props or {})
+
+
+NOW = 1000 * HOUR
+
+
+def test_expiry_is_due_only_when_a_snapshot_is_older_than_the_retention():
+    source = table(snap(1, 100), snap(2, 990, 1), snap(3, 999, 2))
+    mirror = table(snap(10, 995, total_data_files=1, total_files_size=200 * 2**20))
+    opts = MaintenanceOptions(expire_source_hours=24, expire_mirror_hours=24)
+    assert maintenance_due(opts, source, mirror, floor=source.snapshot(3), now_ms=NOW, dv=False) == ["expire_source"]
+    # the snapshot the mirror holds is the floor: nothing older than it may go, so nothing is due
+    assert maintenance_due(opts, source, mirror, floor=source.snapshot(1), now_ms=NOW, dv=False) == []
+    old_mirror = table(snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20))
+    assert "expire_mirror" in maintenance_due(opts, source, old_mirror, None, NOW, dv=False)
+
+
+def test_compaction_is_due_for_small_files_and_folding_for_deletion_vectors():
+    source = table(snap(1, 999))
+    small = table(snap(10, 999, total_data_files=40, total_files_size=40 * 2**20, total_records=1000))
+    big = table(snap(10, 999, total_data_files=2, total_files_size=250 * 2**20, total_records=1000))
+    opts = MaintenanceOptions(compact_files=True, fold_deletes=True, fold_ratio=0.2)
+    assert maintenance_due(opts, source, small, None, NOW, dv=False) == ["compact_files"]
+    assert maintenance_due(opts, source, big, None, NOW, dv=True) == []
+    dvs = table(snap(10, 999, total_data_files=2, total_files_size=250 * 2**20, total_records=1000,
+                     total_position_deletes=60))  # 6% of the rows: over a quarter of the 20% fold ratio
+    assert maintenance_due(opts, source, dvs, None, NOW, dv=True) == ["compact_files", "fold_deletes"]
+
+
+def test_manifest_rewrite_is_due_after_many_commits_since_the_last():
+    source = table(snap(1, 999))
+    chain, parent = [], None
+    for i in range(MANIFEST_REWRITE_EVERY + 1):
+        extra = {"manifests_replaced": 3} if i == 0 else {}
+        chain.append(snap(100 + i, 900 + i / 100, parent, total_data_files=1, total_files_size=2**30, **extra))
+        parent = 100 + i
+    opts = MaintenanceOptions(rewrite_manifests=True)
+    assert maintenance_due(opts, source, table(*chain), None, NOW, dv=False) == ["rewrite_manifests"]
+    assert maintenance_due(opts, source, table(*chain[:10]), None, NOW, dv=False) == []
