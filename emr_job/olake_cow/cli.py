@@ -1,24 +1,60 @@
-"""Command line of the compaction job (see README, "Command line")."""
+"""Command line of the mirror job (see README, "Command line"; `--help`)."""
 import argparse
 import logging
+import os
 import sys
 import time
+from dataclasses import dataclass, replace
+from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence
 
+from . import __version__
 from .config import DestinationConfig, parse_destination, redact
-from .errors import ConfigError, OlakeCowError, TableNotFoundError
+from .errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
 from .identifiers import validate_name
 from .maintenance import MaintenanceOptions
 from .modes import parse_format, parse_mode
+from .options import JobOptions
 
-EXIT_OK, EXIT_TABLE_FAILED, EXIT_USAGE = 0, 1, 2
 log = logging.getLogger("olake_cow")
+
+
+class Exit(IntEnum):
+    """The job's exit codes, the one place they are decided."""
+
+    OK = 0  # every table merged, up to date, maintained (or planned, for --dry-run)
+    TABLE_FAILED = 1  # a table failed (the others still ran), or the run itself failed
+    BAD_INPUT = 2  # bad config, names or options, a missing namespace or table, a mode or format conflict
+
+
+def exit_code(failures: Sequence[BaseException]) -> Exit:
+    """The run's exit code from what went wrong (nothing: OK)."""
+    if any(isinstance(e, BAD_INPUT_ERRORS) for e in failures):
+        return Exit.BAD_INPUT
+    return Exit.TABLE_FAILED if failures else Exit.OK
+
+
+EPILOG = """exit codes:
+  0  every table merged, was up to date, or was maintained (--dry-run: planned)
+  1  a table failed (the others still ran) or the run failed; the summary says why
+  2  bad input: config, names or options, a missing namespace or table, a source mode or
+     mirror format the mirror was not built with; nothing was committed
+
+examples:
+  # mirror every table of a namespace, locally, from OLake's destination config
+  python emr_job/main.py --destination-details destination.json --source-namespace sales
+  # on EMR Serverless: the config from Secrets Manager, a summary in S3, maintenance after the merges
+  spark-submit main.py --secret-id olake/destination --region us-east-1 --source-namespace sales \\
+      --summary-out s3://bucket/olake-cow/summaries/sales/run.json --expire-mirror-older-than 168
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="olake-cow",
-        description="Keep copy-on-write mirrors of OLake's merge-on-read Iceberg tables.")
+        prog="olake-cow", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Keep mirrors of OLake's merge-on-read Iceberg tables that engines without equality-delete "
+                    "support (Databricks, Snowflake, ...) read correctly: every update and delete applied.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--destination-details", metavar="PATH",
                      help="OLake destination JSON ({'type':'ICEBERG','writer':{...}} or the writer)")
@@ -94,18 +130,62 @@ def load_config(args: argparse.Namespace) -> DestinationConfig:
             raise ConfigError(f"cannot read --destination-details {args.destination_details}: "
                               f"{exc.strerror}") from None
         return parse_destination(raw)
+    return parse_destination(read_secret(args.secret_id, args.region))
+
+
+def read_secret(secret_id: str, region: Optional[str]) -> str:
+    """The secret's text; ConfigError with one line that says what to fix (never the value)."""
     import boto3  # available on EMR; only needed for --secret-id
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-    client = boto3.client("secretsmanager", region_name=args.region) if args.region \
-        else boto3.client("secretsmanager")
     try:
-        value = client.get_secret_value(SecretId=args.secret_id)
-    except Exception as exc:  # noqa: BLE001 - botocore raises many types
-        raise ConfigError(f"cannot read secret {args.secret_id!r}: {type(exc).__name__}") from None
-    return parse_destination(value.get("SecretString") or value.get("SecretBinary") or "")
+        client = boto3.client("secretsmanager", region_name=region or os.environ.get("AWS_REGION") or None)
+        value = client.get_secret_value(SecretId=secret_id)
+    except NoRegionError:
+        raise ConfigError(f"--secret-id {secret_id}: no AWS region; pass --region or set AWS_REGION") from None
+    except NoCredentialsError:
+        raise ConfigError(f"--secret-id {secret_id}: no AWS credentials found") from None
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        why = {"ResourceNotFoundException": "no such secret",
+               "AccessDeniedException": "access denied"}.get(code, code or "refused")
+        raise ConfigError(f"cannot read secret {secret_id!r}: {why}") from None
+    except BotoCoreError as exc:
+        raise ConfigError(f"cannot read secret {secret_id!r}: {type(exc).__name__}") from None
+    return value.get("SecretString") or value.get("SecretBinary") or ""
 
 
-def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[str, Any]:
+def check_summary_out(target: Optional[str]) -> None:
+    """Before Spark starts: a summary the run could not write is bad input, not a failed run."""
+    if not target:
+        return
+    if target.startswith("s3://"):
+        bucket, _, key = target[len("s3://"):].partition("/")
+        if not bucket or not key or key.endswith("/"):
+            raise ConfigError(f"--summary-out {target!r} must name an object: s3://bucket/path/summary.json")
+        return
+    parent = os.path.dirname(os.path.abspath(target))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--summary-out {target}: cannot create {parent}: {exc.strerror}") from None
+    if os.path.isdir(target) or not os.access(parent, os.W_OK):
+        raise ConfigError(f"--summary-out {target} is not a writable file path")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a run needs, checked before Spark starts."""
+
+    cfg: DestinationConfig
+    job: JobOptions
+    tables: Optional[List[str]]  # None: every table of the source namespace
+    spark_conf: Dict[str, str]
+    master: Optional[str]
+    summary_out: Optional[str]
+
+
+def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
     src = validate_name("source namespace", args.source_namespace)
     cow = validate_name("cow namespace", args.cow_namespace or f"{src}_cow")
     if cow == src:
@@ -147,9 +227,15 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> Dict[st
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
-    return {"source": src, "cow": cow, "base": base, "tables": tables, "extra": extra, "maintenance": maintenance,
-            "target_file_mb": args.target_file_size_mb, "source_mode": parse_mode(args.source_mode),
-            "mirror_format": parse_format(args.mirror_format)}
+    check_summary_out(args.summary_out)
+    from .spark_session import launch_conf, under_spark_submit
+
+    launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
+    job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
+                     args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
+                     mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
+                     verify=args.verify)
+    return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -160,63 +246,55 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         cfg = load_config(args)
         secrets = cfg.secret_values()
-        opts = resolve_options(args, cfg)
+        settings = resolve_options(args, cfg)
     except OlakeCowError as exc:
         print(f"olake-cow: error: {redact(str(exc), secrets)}", file=sys.stderr)
-        return EXIT_USAGE
-    return _run(args, cfg, opts)
+        return int(exit_code([exc]))
+    return int(_run(settings))
 
 
-def _run(args: argparse.Namespace, cfg: DestinationConfig, o: Dict[str, Any]) -> int:
+def _run(s: RunSettings) -> Exit:
     from .iceberg import IcebergTables
-    from .runner import new_run_id, run_tables
+    from .runner import error_text, new_run_id, run_tables
     from .spark_session import build_session
-    from .summary import write_summary
-    from .table_job import JobOptions
+    from .summary import RunStatus, write_summary
 
-    secrets = cfg.secret_values()
-    run_id = new_run_id()
+    cfg, secrets = s.cfg, s.cfg.secret_values()
+    job = replace(s.job, run_id=new_run_id())
     started = time.time()
     summary: Dict[str, Any] = {
-        "run_id": run_id, "started_at": _iso(started), "catalog": cfg.public_view(),
-        "source_namespace": o["source"], "cow_namespace": o["cow"], "delete_mode": args.delete_mode,
-        "dry_run": args.dry_run, "tables": [], "status": "failed", "error": None,
+        "run_id": job.run_id, "started_at": _iso(started), "catalog": cfg.public_view(), "version": __version__,
+        "source_namespace": job.source_namespace, "cow_namespace": job.cow_namespace, "delete_mode": job.delete_mode,
+        "dry_run": job.dry_run, "tables": [], "status": RunStatus.FAILED.value, "error": None,
     }
-    code = EXIT_OK
+    failures: List[BaseException] = []
     try:
-        session = build_session(cfg, f"olake-cow {o['source']}", args.spark_master, o["extra"])
-        tables = o["tables"]
+        session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
+        tables = s.tables
         if tables is None:
-            tables = IcebergTables(session, cfg.catalog_name).list_tables(o["source"])
-        log.info("run %s: %d table(s) in %s -> %s%s", run_id, len(tables), o["source"], o["cow"],
-                 " (dry run)" if args.dry_run else "")
-        opts = JobOptions(o["source"], o["cow"], o["base"], args.delete_mode, args.dry_run, args.parallelism, run_id,
-                          o["maintenance"], o["target_file_mb"], source_mode=o["source_mode"],
-                          mirror_format=o["mirror_format"], upgrade_mirror=args.upgrade_mirror, verify=args.verify)
-        results = run_tables(session, cfg, opts, tables)
+            tables = IcebergTables(session, cfg.catalog_name).list_tables(job.source_namespace)
+        log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(tables), job.source_namespace,
+                 job.cow_namespace, " (dry run)" if job.dry_run else "")
+        results = run_tables(session, cfg, job, tables)
         summary["tables"] = [r.to_dict() for r in results]
-        failed = [r.table for r in results if not r.ok]
-        summary["status"] = "failed" if failed else "succeeded"
-        code = EXIT_TABLE_FAILED if failed else EXIT_OK
-    except TableNotFoundError as exc:
-        summary["error"] = redact(str(exc), secrets)
-        code = EXIT_USAGE
+        failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
+        summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value
     except Exception as exc:  # noqa: BLE001 - the summary must still be written
-        from .runner import error_text
-
         summary["error"] = redact(error_text(exc), secrets)
-        code = EXIT_TABLE_FAILED
+        failures = [exc]
     summary["finished_at"] = _iso(time.time())
     summary["duration_s"] = round(time.time() - started, 3)
     if summary["error"]:
         print(f"olake-cow: error: {summary['error']}", file=sys.stderr)
     _print_table(summary)
-    if args.summary_out:
+    code = exit_code(failures)
+    if s.summary_out:
         try:
-            write_summary(summary, args.summary_out)
-        except Exception as exc:  # noqa: BLE001
-            print(f"olake-cow: cannot write summary to {args.summary_out}: {exc}", file=sys.stderr)
-            code = code or EXIT_TABLE_FAILED
+            write_summary(summary, s.summary_out)
+        except Exception as exc:  # noqa: BLE001 - reported, and the run counts as failed
+            print(f"olake-cow: cannot write summary to {s.summary_out}: {redact(error_text(exc), secrets)}",
+                  file=sys.stderr)
+            code = max(code, Exit.TABLE_FAILED)
     return code
 
 

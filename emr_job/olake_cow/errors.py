@@ -47,3 +47,8 @@ class MirrorFormatError(ConfigError):
 
 class ResyncNeededError(OlakeCowError):
     """The source's history cannot give the change set exactly; the mirror must be rebuilt."""
+
+
+# Errors that mean the input was wrong (config, names, options, a missing namespace or table, a mode
+# or format the mirror was not built with): the job exits 2 for them, 1 for any other failure.
+BAD_INPUT_ERRORS = (ConfigError, InvalidNameError, TableNotFoundError)

@@ -8,8 +8,9 @@ from typing import Callable, List, Optional
 
 from .config import DestinationConfig, redact
 from .errors import OlakeCowError
-from .summary import TableResult, TableStatus
-from .table_job import MIRROR_SUFFIX, JobOptions, TableJob
+from .options import JobOptions
+from .summary import TableResult
+from .table_job import MIRROR_SUFFIX, TableJob
 
 log = logging.getLogger("olake_cow")
 
@@ -40,8 +41,7 @@ def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: L
 
 
 def _fail(res: TableResult, exc: BaseException, secrets: List[str]) -> TableResult:
-    res.status = TableStatus.FAILED
-    res.error = redact(error_text(exc), secrets)
+    res.fail(exc, redact(error_text(exc), secrets))
     log.error("[%s] failed: %s", res.table, res.error)
     return res
 

@@ -53,6 +53,8 @@ class TableResult:
     maintenance: Optional[Dict[str, Any]] = None  # see maintenance.MaintenanceResult
     verify: Optional[Dict[str, Any]] = None  # see verify.VerifyResult
     error: Optional[str] = None
+    error_kind: Optional[str] = None  # bad_input (the job exits 2) | failure (exits 1)
+    failure: Optional[BaseException] = field(default=None, repr=False, compare=False)  # not in the summary
 
     @property
     def ok(self) -> bool:
@@ -61,8 +63,19 @@ class TableResult:
     def add_time(self, phase: str, seconds: float) -> None:
         self.timings_s[phase] = round(self.timings_s.get(phase, 0.0) + seconds, 3)
 
+    def fail(self, exc: BaseException, text: str) -> None:
+        from .errors import BAD_INPUT_ERRORS
+
+        self.status, self.failure, self.error = TableStatus.FAILED, exc, text
+        self.error_kind = "bad_input" if isinstance(exc, BAD_INPUT_ERRORS) else "failure"
+
     def to_dict(self) -> Dict[str, Any]:
-        d = asdict(self)
+        failure, self.failure = self.failure, None  # an exception is no summary value
+        try:
+            d = asdict(self)
+        finally:
+            self.failure = failure
+        d.pop("failure")
         d["status"] = self.status.value
         return d
 

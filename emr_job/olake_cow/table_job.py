@@ -6,7 +6,6 @@ change_reader.py (read a change set), merge.py (write, audit, publish), maintena
 """
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Optional
 
 from . import planner
@@ -15,13 +14,14 @@ from .change_reader import ChangeReader
 from .changesource import ChangeSource, for_mode
 from .checkpoint import Marker, find_checkpoint
 from .config import DestinationConfig
-from .errors import HistoryError, NotOlakeTableError, OlakeCowError
+from .errors import HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
 from .iceberg import IcebergTables
 from .identifiers import qualified
-from .maintenance import MaintenanceOptions, maintain
+from .maintenance import maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
-from .modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_format, resolve_mode
+from .modes import DEFAULT_MIRROR_FORMAT, SourceMode, resolve_format, resolve_mode
+from .options import JobOptions
 from .snapshots import Summary, TableState
 from .spark_session import table_session
 from .summary import TableResult, TableStatus
@@ -29,23 +29,6 @@ from .summary import TableResult, TableStatus
 log = logging.getLogger("olake_cow")
 MAX_STEPS = 10_000
 MIRROR_SUFFIX = "_cow"
-
-
-@dataclass(frozen=True)
-class JobOptions:
-    source_namespace: str
-    cow_namespace: str
-    cow_base_location: Optional[str]  # None: the catalog's default location (hadoop catalogs)
-    delete_mode: str = "keep"
-    dry_run: bool = False
-    parallelism: int = 4
-    run_id: str = ""
-    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
-    target_file_mb: Optional[int] = None  # None: DEFAULT_TARGET_FILE_MB for new mirrors, keep for others
-    source_mode: Optional[SourceMode] = None  # None: the mirror's own; readonly for new mirrors
-    mirror_format: Optional[MirrorFormat] = None  # None: the mirror's own; cow for new mirrors
-    upgrade_mirror: bool = False  # allow --mirror-format dv to upgrade an existing cow mirror in place
-    verify: bool = False
 
 
 class _Clock:
@@ -88,7 +71,7 @@ class TableJob:
         try:
             source, mirror = self.states()
             if not source.exists:
-                raise HistoryError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
+                raise TableNotFoundError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
             self._key_id(source)  # checked before anything is committed
             mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
             self.fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror,
@@ -235,6 +218,8 @@ class TableJob:
         if not found.ok:
             self.result.status = TableStatus.VERIFY_FAILED
             self.result.error = f"verify: {found.describe()}"
+            self.result.error_kind = "failure"
+            self.result.failure = OlakeCowError(self.result.error)
 
 
 def _change_time(source: TableState, checkpoint: Optional[Marker]) -> Optional[int]:

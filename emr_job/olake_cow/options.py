@@ -1,0 +1,23 @@
+"""The options of one run of the job, validated and frozen (cli.py builds them)."""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .maintenance import MaintenanceOptions
+from .modes import MirrorFormat, SourceMode
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    source_namespace: str
+    cow_namespace: str
+    cow_base_location: Optional[str]  # None: the catalog's default location (hadoop catalogs)
+    delete_mode: str = "keep"
+    dry_run: bool = False
+    parallelism: int = 4
+    run_id: str = ""
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    target_file_mb: Optional[int] = None  # None: DEFAULT_TARGET_FILE_MB for new mirrors, keep for others
+    source_mode: Optional[SourceMode] = None  # None: the mirror's own; readonly for new mirrors
+    mirror_format: Optional[MirrorFormat] = None  # None: the mirror's own; cow for new mirrors
+    upgrade_mirror: bool = False  # allow --mirror-format dv to upgrade an existing cow mirror in place
+    verify: bool = False
