@@ -3,14 +3,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEPLOY_VENV := .venv-deploy
+DEPLOY_VENV ?= .venv-deploy
+DEPLOY_PY = $(DEPLOY_VENV)/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
-.PHONY: help setup deploy-tools check-template deploy demo test test-fast lint typecheck bench soak clean
+.PHONY: help setup deploy-tools check-template secret bucket-events deploy run-now destroy demo test test-fast lint \
+	typecheck bench soak clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): requirements-dev.txt
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -33,8 +35,23 @@ check-template: $(DEPLOY_STAMP) ## cfn-lint and sam build of template.yaml
 	$(DEPLOY_VENV)/bin/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --build-in-source --template template.yaml
 
-deploy: $(STAMP) $(DEPLOY_STAMP) ## package the job, build and deploy the stack (see README, Deploy)
-	bash infra/deploy.sh
+secret: $(DEPLOY_STAMP) ## store OLake's destination.json in Secrets Manager (FILE=destination.json [NAME=olake/destination])
+	@[ -n "$(FILE)" ] || { echo "make secret: set FILE=path/to/destination.json" >&2; exit 2; }
+	$(DEPLOY_PY) infra/put_destination_secret.py --file "$(FILE)" --name "$(or $(NAME),olake/destination)"
+
+bucket-events: $(DEPLOY_STAMP) ## once per bucket: S3 -> EventBridge notifications (BUCKET=my-olake-bucket)
+	@[ -n "$(BUCKET)" ] || { echo "make bucket-events: set BUCKET=<the warehouse bucket>" >&2; exit 2; }
+	$(DEPLOY_PY) infra/enable_bucket_events.py "$(BUCKET)"
+
+deploy: $(DEPLOY_STAMP) ## package the job, build and deploy the stack (README, Deploy); no Java or pyspark needed
+	PY=$(DEPLOY_PY) SAM=$(DEPLOY_VENV)/bin/sam bash infra/deploy.sh
+
+run-now: $(DEPLOY_STAMP) ## start a mirror run through the deployed trigger and wait (NAMESPACE=sales RUN_ARGS="--force")
+	@[ -n "$(NAMESPACE)" ] || { echo "make run-now: set NAMESPACE=<source namespace>" >&2; exit 2; }
+	$(DEPLOY_PY) infra/run_now.py --namespace "$(NAMESPACE)" $(RUN_ARGS)
+
+destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (DESTROY_ARGS="--remove-artifacts --yes")
+	$(DEPLOY_PY) infra/destroy.py --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
 
 demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse
 	$(BIN)/python demo/demo.py

@@ -1,33 +1,43 @@
 #!/usr/bin/env bash
-# One-command deploy (make deploy): package and upload the job's code, build the Lambda, deploy
-# the stack. Settings come from the environment (see README, "Deploy"):
+# `make deploy`: package and upload the job's code, build the Lambda, deploy the stack. Runs from the
+# deploy environment only (SAM CLI, cfn-lint, boto3: .venv-deploy; no Java, no pyspark).
+# Settings come from the environment (README, "Deploy"):
 #   WAREHOUSE_BUCKET, SECRET_ARN, NAMESPACES   required
 #   STACK (olake-cow), WAREHOUSE_PREFIX (""), ARTIFACTS_BUCKET (= WAREHOUSE_BUCKET),
-#   ARTIFACTS_PREFIX (olake-cow), AWS_REGION, EXTRA_PARAMS ("Key=Value ..." for other parameters)
+#   ARTIFACTS_PREFIX (olake-cow), EXTRA_PARAMS ("Key=Value ..." for other stack parameters)
+#   region: AWS_REGION, AWS_DEFAULT_REGION or the AWS profile's (one rule for every script and sam)
+#   DEPLOY_DRY_RUN=1: package, upload and build, then print the `sam deploy` command instead of running it
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${WAREHOUSE_BUCKET:?set WAREHOUSE_BUCKET to the OLake warehouse bucket}"
-: "${SECRET_ARN:?set SECRET_ARN (python infra/put_destination_secret.py prints it)}"
-: "${NAMESPACES:?set NAMESPACES to the source namespaces, comma separated}"
+missing=()
+for v in WAREHOUSE_BUCKET SECRET_ARN NAMESPACES; do [ -n "${!v:-}" ] || missing+=("$v"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deploy: set ${missing[*]} (see README, Deploy; SECRET_ARN comes from make secret)" >&2
+  exit 2
+fi
 STACK=${STACK:-olake-cow}
 ARTIFACTS_BUCKET=${ARTIFACTS_BUCKET:-$WAREHOUSE_BUCKET}
 ARTIFACTS_PREFIX=${ARTIFACTS_PREFIX:-olake-cow}
-PY=${PY:-.venv/bin/python}
+PY=${PY:-.venv-deploy/bin/python}
 SAM=${SAM:-.venv-deploy/bin/sam}
 export SAM_CLI_TELEMETRY=0
+REGION=$($PY infra/awsenv.py region) || exit 2
 
-echo "==> packaging the job"
-VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code")
+echo "==> packaging the job (region $REGION)"
+VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
 echo "    code version $VERSION"
 echo "==> building the trigger Lambda"
 $SAM build --build-in-source --template template.yaml
+# shellcheck disable=SC2206
+CMD=($SAM deploy --stack-name "$STACK" --region "$REGION" --resolve-s3 --capabilities CAPABILITY_IAM
+     --no-fail-on-empty-changeset --parameter-overrides
+     "WarehouseBucket=$WAREHOUSE_BUCKET" "WarehousePrefix=${WAREHOUSE_PREFIX:-}" "DestinationSecretArn=$SECRET_ARN"
+     "SourceNamespaces=$NAMESPACES" "ArtifactsBucket=$ARTIFACTS_BUCKET" "ArtifactsPrefix=$ARTIFACTS_PREFIX"
+     "CodeVersion=$VERSION" ${EXTRA_PARAMS:-})
+if [ -n "${DEPLOY_DRY_RUN:-}" ]; then
+  echo "==> dry run: would run: ${CMD[*]}"
+  exit 0
+fi
 echo "==> deploying stack $STACK"
-# shellcheck disable=SC2086
-$SAM deploy --stack-name "$STACK" --resolve-s3 --capabilities CAPABILITY_IAM --no-fail-on-empty-changeset \
-  ${AWS_REGION:+--region "$AWS_REGION"} \
-  --parameter-overrides \
-    "WarehouseBucket=$WAREHOUSE_BUCKET" "WarehousePrefix=${WAREHOUSE_PREFIX:-}" \
-    "DestinationSecretArn=$SECRET_ARN" "SourceNamespaces=$NAMESPACES" \
-    "ArtifactsBucket=$ARTIFACTS_BUCKET" "ArtifactsPrefix=$ARTIFACTS_PREFIX" "CodeVersion=$VERSION" \
-    ${EXTRA_PARAMS:-}
-echo "==> done. If not yet done once: $PY infra/enable_bucket_events.py $WAREHOUSE_BUCKET"
+"${CMD[@]}"
+echo "==> done. Once per bucket, if not yet done: make bucket-events BUCKET=$WAREHOUSE_BUCKET"

@@ -1,10 +1,17 @@
-"""One-time step a stack cannot do for a bucket it does not own: turn on Amazon EventBridge
-notifications for OLake's existing warehouse bucket, keeping every notification already set.
+"""Turns on Amazon EventBridge notifications for OLake's warehouse bucket, keeping every
+notification already set. A stack cannot change a bucket it does not own, so this is a one-time
+step per bucket; without it no sync starts a mirror run (the periodic schedule still does).
+`infra/destroy.py --disable-bucket-events` turns it off again.
 
-    python infra/enable_bucket_events.py BUCKET [--region REGION]
+    python infra/enable_bucket_events.py BUCKET [--region R] [--disable]
+    make bucket-events BUCKET=my-olake-bucket        (the same, from the deploy environment)
+
+Exit codes: 0 done (or already so), 2 an AWS error (one line says what to fix).
 """
 import argparse
 import sys
+
+import awsenv
 
 
 def enable(s3, bucket: str) -> bool:
@@ -18,16 +25,36 @@ def enable(s3, bucket: str) -> bool:
     return True
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("bucket")
-    p.add_argument("--region")
-    args = p.parse_args(argv)
-    import boto3
+def disable(s3, bucket: str) -> bool:
+    config = s3.get_bucket_notification_configuration(Bucket=bucket)
+    config.pop("ResponseMetadata", None)
+    was_on = config.pop("EventBridgeConfiguration", None) is not None
+    # Written even when it looks off already: the rest of the configuration is kept as it is.
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=config)
+    return was_on
 
-    changed = enable(boto3.client("s3", region_name=args.region), args.bucket)
-    print(f"s3://{args.bucket}: EventBridge notifications " + ("turned on" if changed else "were already on"))
-    return 0
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="enable_bucket_events", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("bucket", help="the warehouse bucket (writer.iceberg_s3_path's bucket)")
+    p.add_argument("--region", help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
+    p.add_argument("--disable", action="store_true", help="turn EventBridge notifications off instead")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+
+    def apply() -> int:
+        s3 = awsenv.session(args.region).client("s3")
+        changed = (disable if args.disable else enable)(s3, args.bucket)
+        state = "off" if args.disable else "on"
+        done = f"turned {state}" if changed else f"were already {state}"
+        print(f"s3://{args.bucket}: EventBridge notifications {done}")
+        return 0
+
+    return awsenv.run("enable_bucket_events", apply)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""Packages the EMR job: `main.py` (entry point) and `olake_cow.zip` (--py-files), named by a
-content hash so a new deploy never changes the code under a running job.
+"""Packages the mirror job for EMR Serverless: `main.py` (the entry point) and `olake_cow.zip`
+(passed with --py-files), named by a hash of their content, so a new deploy never changes the code
+under a running job. With --upload, copies both to <uri>/<version>/. Prints the version (the
+folder name under code/); `make deploy` passes it to the stack as CodeVersion.
 
-    python infra/package_job.py [--out build/job] [--upload s3://bucket/prefix/code]
-Prints the version (the folder name under code/).
+    python infra/package_job.py [--out build/job] [--upload s3://bucket/prefix/code] [--region R]
+
+Exit codes: 0 packaged (and uploaded), 2 a bad --upload URI or an AWS error (one line says what).
 """
 import argparse
 import hashlib
@@ -10,6 +13,8 @@ import os
 import shutil
 import sys
 import zipfile
+
+import awsenv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "emr_job", "olake_cow")
@@ -35,12 +40,7 @@ def build(out: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def upload(out: str, target: str, version: str, s3=None) -> str:
-    if not target.startswith("s3://"):
-        raise SystemExit(f"--upload must be an s3:// URI, got {target!r}")
-    import boto3
-
-    s3 = s3 or boto3.client("s3")
+def upload(out: str, target: str, version: str, s3) -> str:
     bucket, _, prefix = target[len("s3://"):].rstrip("/").partition("/")
     base = f"{prefix}/{version}" if prefix else version
     for name in ("main.py", "olake_cow.zip"):
@@ -48,16 +48,30 @@ def upload(out: str, target: str, version: str, s3=None) -> str:
     return f"s3://{bucket}/{base}/"
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.path.join(ROOT, "build", "job"))
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="package_job", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default=os.path.join(ROOT, "build", "job"), help="local folder (default build/job)")
     p.add_argument("--upload", metavar="S3_URI", help="s3://bucket/prefix/code: uploads to <uri>/<version>/")
-    args = p.parse_args(argv)
+    p.add_argument("--region", help="AWS region for --upload (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if args.upload and (not args.upload.startswith("s3://") or not args.upload[len("s3://"):].strip("/")):
+        print(f"package_job: --upload must be s3://bucket[/prefix], got {args.upload!r}", file=sys.stderr)
+        return 2
     version = build(args.out)
-    if args.upload:
-        print(f"uploaded to {upload(args.out, args.upload, version)}", file=sys.stderr)
-    print(version)
-    return 0
+
+    def send() -> int:
+        if args.upload:
+            where = upload(args.out, args.upload, version, awsenv.session(args.region).client("s3"))
+            print(f"uploaded to {where}", file=sys.stderr)
+        print(version)
+        return 0
+
+    return awsenv.run("package_job", send)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,12 @@
-"""Stores OLake's destination.json in Secrets Manager after checking it with the job's own
-config rules. Prints the secret's ARN (never its content).
+"""Stores OLake's destination.json (the config of OLake's Iceberg destination) in AWS Secrets Manager,
+after checking it with the mirror job's own config rules, so a bad config is refused here and not
+by every run. Prints the secret's ARN (never its content): pass it to `make deploy` as SECRET_ARN.
+Run again to update the secret in place.
 
     python infra/put_destination_secret.py --file destination.json [--name olake/destination] [--region R]
+    make secret FILE=destination.json                 (the same, from the deploy environment)
+
+Exit codes: 0 stored, 2 bad config, unreadable file, or an AWS error (one line says what to fix).
 """
 import argparse
 import json
@@ -9,6 +14,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
+import awsenv
+
 from olake_cow.config import parse_destination
 from olake_cow.errors import ConfigError
 
@@ -24,23 +31,33 @@ def put(sm, name: str, text: str) -> str:
     return arn
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--file", required=True)
-    p.add_argument("--name", default="olake/destination")
-    p.add_argument("--region")
-    args = p.parse_args(argv)
-    with open(args.file, encoding="utf-8") as f:
-        text = f.read()
-    import boto3
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="put_destination_secret", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--file", required=True, help="OLake's destination.json ({'type': 'ICEBERG', 'writer': {...}})")
+    p.add_argument("--name", default="olake/destination", help="the secret's name (default olake/destination)")
+    p.add_argument("--region", help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
+    return p
 
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
-        arn = put(boto3.client("secretsmanager", region_name=args.region), args.name, text)
+        with open(args.file, encoding="utf-8") as f:
+            text = f.read()
+        parse_destination(text)
+    except OSError as exc:
+        print(f"put_destination_secret: cannot read --file {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
     except ConfigError as exc:
         print(f"put_destination_secret: {args.file}: {exc}", file=sys.stderr)
         return 2
-    print(arn)
-    return 0
+
+    def store() -> int:
+        print(put(awsenv.session(args.region).client("secretsmanager"), args.name, text))
+        return 0
+
+    return awsenv.run("put_destination_secret", store)
 
 
 if __name__ == "__main__":

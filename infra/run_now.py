@@ -1,18 +1,34 @@
-"""Runs a compaction on demand through the deployed trigger and prints the result.
+"""Starts a mirror run on demand through the deployed trigger Lambda (a direct invocation), waits for
+the EMR Serverless run to end, and prints its per-table summary. Without --force the trigger first
+checks the catalog and starts nothing when no table has new commits (status "skipped").
 
-    python infra/run_now.py --stack olake-cow --namespace sales [--tables a,b] [--force] [--dry-run] [--no-wait]
-Waits for the EMR Serverless run to end and prints its per-table summary (exit 1 if it failed).
+    python infra/run_now.py --namespace sales [--stack olake-cow] [--tables a,b] [--force] [--verify]
+                            [--dry-run] [--no-wait] [--region R]
+    make run-now NAMESPACE=sales [RUN_ARGS="--force"]     (the same, from the deploy environment)
+
+Exit codes: 0 the run succeeded (or nothing to do, queued, dry run), 1 it failed, 2 the trigger
+refused the request or an AWS error (one line says what to fix).
 """
 import argparse
 import json
 import sys
 import time
 
+import awsenv
+
 FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 def stack_outputs(cfn, stack: str) -> dict:
-    out = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    from botocore.exceptions import ClientError
+
+    try:
+        out = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+    except ClientError as exc:
+        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
+            raise awsenv.SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}: deploy it first "
+                                    "(make deploy), or pass --stack/--region") from None
+        raise
     return {o["OutputKey"]: o["OutputValue"] for o in out}
 
 
@@ -33,29 +49,38 @@ def wait_and_report(emr, s3, application_id: str, job_run_id: str, summary_uri: 
     except Exception as exc:  # noqa: BLE001 - a run that died early writes no summary
         echo(f"no summary at {summary_uri} ({type(exc).__name__})")
         return 1
-    echo(f"{'table':28} {'status':11} {'merged':>6} {'upserted':>9} {'deleted':>8}  error")
+    echo(f"{'table':28} {'status':13} {'merges':>6} {'upserted':>9} {'deleted':>8}  error")
     for t in summary.get("tables", []):
-        echo(f"{t['table']:28} {t['status']:11} {t.get('boundaries_merged', 0):>6} "
+        echo(f"{t['table']:28} {t['status']:13} {t.get('merges', 0):>6} "
              f"{t.get('rows_upserted', 0):>9} {t.get('rows_deleted', 0):>8}  {t.get('error') or ''}")
     ok = state == "SUCCESS" and summary.get("status") == "succeeded"
     return 0 if ok else 1
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--stack", default="olake-cow")
-    p.add_argument("--namespace", required=True)
-    p.add_argument("--tables", help="comma separated (default: every table with new commits)")
-    p.add_argument("--force", action="store_true", help="run even if the idle check finds nothing new")
-    p.add_argument("--dry-run", action="store_true", help="show the request the trigger would send")
-    p.add_argument("--no-wait", action="store_true")
-    p.add_argument("--region")
-    args = p.parse_args(argv)
-    import boto3
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="run_now", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stack", default="olake-cow", help="the deployed stack's name (default olake-cow)")
+    p.add_argument("--namespace", required=True, help="the source namespace to mirror")
+    p.add_argument("--tables", help="comma separated (default: every table of the namespace with new commits)")
+    p.add_argument("--force", action="store_true", help="start the run even if the catalog check finds nothing new")
+    p.add_argument("--verify", action="store_true",
+                   help="also compare each mirror with its source (readonly mirrors; a full scan of both)")
+    p.add_argument("--dry-run", action="store_true", help="print the StartJobRun request the trigger would send")
+    p.add_argument("--no-wait", action="store_true", help="print the trigger's answer and return")
+    p.add_argument("--region", help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
+    return p
 
-    session = boto3.session.Session(region_name=args.region)
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    return awsenv.run("run_now", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    session = awsenv.session(args.region)
     outputs = stack_outputs(session.client("cloudformation"), args.stack)
-    payload = {"namespace": args.namespace, "force": args.force, "dry_run": args.dry_run}
+    payload = {"namespace": args.namespace, "force": args.force, "dry_run": args.dry_run, "verify": args.verify}
     if args.tables:
         payload["tables"] = [t.strip() for t in args.tables.split(",") if t.strip()]
     resp = session.client("lambda").invoke(FunctionName=outputs["TriggerFunctionName"],

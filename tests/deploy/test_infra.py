@@ -85,7 +85,7 @@ def test_run_now_waits_and_prints_the_summary(aws_env):
                             jobDriver={"sparkSubmit": {"entryPoint": "s3://art/main.py"}})["jobRunId"]
     lines = []
     assert run_now.wait_and_report(emr, s3, app, job, "s3://art/s.json", echo=lines.append) == 1  # no summary
-    summary = {"status": "succeeded", "tables": [{"table": "orders", "status": "merged", "boundaries_merged": 1,
+    summary = {"status": "succeeded", "tables": [{"table": "orders", "status": "merged", "merges": 1,
                                                   "rows_upserted": 5, "rows_deleted": 1}]}
     s3.put_object(Bucket="art", Key="s.json", Body=json.dumps(summary))
     lines.clear()

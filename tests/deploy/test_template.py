@@ -236,7 +236,7 @@ def test_the_periodic_schedule_input_is_a_valid_schedule_payload():
            "SOURCE_NAMESPACES": "sales,crm"}
     ev = classify(json.loads(text), from_env(env), "s3://bkt/wh", "req")
     assert isinstance(ev, RunRequest) and [ns for ns, _ in ev.targets] == ["sales", "crm"]
-    assert "--expire-source-older-than" in ev.maintenance and "--compact-files" in ev.maintenance
+    assert ev.maintenance.expire_source_hours == 168 and ev.maintenance.compact_files
 
 
 def _resolve(value, conditions):

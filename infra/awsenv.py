@@ -1,0 +1,98 @@
+"""What every script in infra/ shares: the AWS region, found the same way for each of them and for
+`sam deploy`, and AWS errors reported as one line that says what to fix.
+
+Region, first found: --region, AWS_REGION, AWS_DEFAULT_REGION, the region of the AWS profile
+(AWS_PROFILE or default, in ~/.aws/config).
+
+    python infra/awsenv.py region [--region R]     prints the region (infra/deploy.sh uses it)
+"""
+import argparse
+import os
+import sys
+from typing import Callable, Optional, Sequence
+
+
+class SetupError(Exception):
+    """Something to fix before talking to AWS; the message says what."""
+
+
+NO_REGION = ("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in your AWS profile), "
+             "or pass --region")
+
+
+def region(explicit: Optional[str] = None) -> str:
+    value = explicit or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if not value:
+        import boto3
+
+        value = boto3.session.Session().region_name  # the profile's region
+    if not value:
+        raise SetupError(NO_REGION)
+    return value
+
+
+def session(explicit_region: Optional[str] = None):
+    import boto3
+
+    return boto3.session.Session(region_name=region(explicit_region))
+
+
+def explain(exc: BaseException) -> str:
+    """One line for an error from AWS or its client."""
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+    )
+
+    if isinstance(exc, SetupError):
+        return str(exc)
+    if isinstance(exc, NoRegionError):
+        return NO_REGION
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return ("no AWS credentials: run `aws configure` or `aws sso login`, or set AWS_PROFILE, or "
+                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+    if isinstance(exc, EndpointConnectionError):
+        return f"cannot reach AWS ({exc}); check the region and the network"
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code, message = error.get("Code", "Error"), error.get("Message", "")
+        operation = getattr(exc, "operation_name", "the call")
+        if code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "403"):
+            return (f"access denied for {operation}: the credentials in use need that permission "
+                    f"({message or code})")
+        if code == "NoSuchBucket":
+            return f"bucket {error.get('BucketName') or ''} does not exist (or belongs to another account)"
+        if code == "ResourceNotFoundException":
+            return f"{operation}: not found ({message or code})"
+        if code in ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException"):
+            return f"the AWS credentials are expired or invalid ({code}); refresh them"
+        return f"{operation} failed: {code}: {message}".rstrip(": ")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run(prog: str, main: Callable[[], int]) -> int:
+    """Run a script's main, turning AWS and setup errors into one line on stderr and exit code 2."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return main()
+    except (SetupError, BotoCoreError, ClientError) as exc:
+        print(f"{prog}: error: {explain(exc)}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="awsenv", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", choices=["region"], help="what to print")
+    p.add_argument("--region", help="use this region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
+    args = p.parse_args(argv)
+    print(region(args.region))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run("awsenv", _main))
