@@ -267,3 +267,28 @@ def test_a_readonly_deployment_gives_the_job_no_write_access_to_olakes_tables(re
     else:
         assert resource.endswith("/${WarehousePrefix}/*")
         assert "glue:UpdateTable" in glue_source["Action"]
+
+
+def test_the_trigger_settings_from_the_template_defaults_parse_and_the_dashboard_shows_the_metrics():
+    """Every parameter the Lambda's environment takes, at its default, is accepted by the trigger's
+    settings; the dashboard is valid JSON and plots the cost and run metrics the trigger publishes."""
+    from olake_trigger.settings import from_env
+
+    t = load_template()
+    env_spec = t["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    params = t["Parameters"]
+    env = {"OLAKE_SECRET_ID": "s", "STATE_TABLE": "t", "EMR_APPLICATION_ID": "a", "EMR_EXECUTION_ROLE_ARN": "r",
+           "JOB_ENTRY_POINT": "s3://bkt/m.py", "JOB_PY_FILES": "s3://bkt/c.zip", "SUMMARY_S3_URI": "s3://bkt/s",
+           "SOURCE_NAMESPACES": "sales"}
+    for var, value in env_spec.items():
+        if isinstance(value, dict) and set(value) == {"Ref"} and "Default" in params.get(value["Ref"], {}):
+            env[var] = str(params[value["Ref"]].get("Default", ""))
+    settings = from_env(env)
+    assert settings.table_metrics_limit == 0 and settings.mirror_format is None
+    assert settings.price_vcpu_hour == float(params["PriceVcpuHour"]["Default"]) > 0
+    body = t["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    widgets = json.loads(body.replace("${AWS::Region}", "us-east-1").replace("${TriggerFunction}", "f"))["widgets"]
+    plotted = json.dumps(widgets)
+    for metric in ("EstimatedCostUSD", "BilledVCPUHours", "BilledMemoryGBHours", "TablesMerged", "Skipped",
+                   "JobsStarted", "LagSeconds"):
+        assert metric in plotted, metric
