@@ -75,6 +75,8 @@ def _publish(point: Point, dimensions: Dict[str, str]) -> None:
                        namespace=metrics.namespace) as m:
         for key, value in dimensions.items():
             m.add_dimension(key, value)
+        for key, value in point.metadata:
+            m.add_metadata(key, value)
 
 
 def emit(namespace: str, point: Point) -> None:

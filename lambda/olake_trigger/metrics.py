@@ -1,8 +1,8 @@
 """Turns a mirror run's summary, and what EMR Serverless billed for it, into CloudWatch metric
 points. Pure. Statuses are the job's own (olake_cow.summary), so the two cannot drift."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from olake_cow.summary import RunStatus, TableStatus
 
@@ -16,6 +16,8 @@ class Point:
     unit: str  # a CloudWatch unit name: Count, Seconds, None
     value: float
     table: Optional[str] = None  # None: a namespace-level point
+    # Named in the metric's log record (EMF metadata), not as a dimension: no extra billed metrics.
+    metadata: Tuple[Tuple[str, str], ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,10 @@ def summary_points(summary: Optional[Mapping[str, Any]], state: str, table_limit
     if not summary:
         return points
     tables: List[Dict[str, Any]] = list(summary.get("tables") or [])
+    # Which mirror formats and source modes the run's tables have (e.g. "cow", "cow,dv").
+    named = tuple((key, ",".join(sorted({str(t[key]) for t in tables if t.get(key)})))
+                  for key in ("mirror_format", "source_mode"))
+    named = tuple((k, v) for k, v in named if v)
     finished = _epoch_ms(summary.get("finished_at"))
     totals = {name: 0 for name, _ in TABLE_VALUES}
     merged = failed = 0
@@ -64,17 +70,18 @@ def summary_points(summary: Optional[Mapping[str, Any]], state: str, table_limit
             lags.append(lag)
         if per_table:
             name = str(t.get("table"))
-            points += [Point(k, "Count", float(v), name) for k, v in values.items()]
-            points.append(Point("TableFailed", "Count", float(status == TableStatus.FAILED.value), name))
-            points.append(Point("DurationSeconds", "Seconds", float(t.get("duration_s") or 0.0), name))
+            own = tuple((k, str(t[k])) for k in ("mirror_format", "source_mode") if t.get(k))
+            points += [Point(k, "Count", float(v), name, own) for k, v in values.items()]
+            points.append(Point("TableFailed", "Count", float(status == TableStatus.FAILED.value), name, own))
+            points.append(Point("DurationSeconds", "Seconds", float(t.get("duration_s") or 0.0), name, own))
             if lag is not None:
-                points.append(Point("LagSeconds", "Seconds", lag, name))
-    points += [Point("TablesMerged", "Count", float(merged)), Point("TablesFailed", "Count", float(failed))]
-    points += [Point(k, "Count", float(v)) for k, v in totals.items()]
-    points.append(Point("DurationSeconds", "Seconds", float(summary.get("duration_s") or 0.0)))
+                points.append(Point("LagSeconds", "Seconds", lag, name, own))
+    ns_points = [Point("TablesMerged", "Count", float(merged)), Point("TablesFailed", "Count", float(failed))]
+    ns_points += [Point(k, "Count", float(v)) for k, v in totals.items()]
+    ns_points.append(Point("DurationSeconds", "Seconds", float(summary.get("duration_s") or 0.0)))
     if lags:
-        points.append(Point("LagSeconds", "Seconds", max(lags)))
-    return points
+        ns_points.append(Point("LagSeconds", "Seconds", max(lags)))
+    return points + [Point(p.name, p.unit, p.value, None, named) for p in ns_points]
 
 
 def billed_points(job_run: Mapping[str, Any], prices: Prices) -> List[Point]:

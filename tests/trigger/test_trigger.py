@@ -430,3 +430,21 @@ def test_a_runs_end_publishes_what_emr_billed_and_its_estimated_cost(aws, capsys
     assert metric(points, "BilledMemoryGBHours", **ns) == [10.0]
     assert metric(points, "BilledStorageGBHours", **ns) == [1.0]
     assert metric(points, "EstimatedCostUSD", **ns) == [pytest.approx(2.5 * 0.05 + 10 * 0.005 + 0.0001)]
+
+
+def test_a_runs_metrics_name_the_mirror_format_and_mode_without_a_billed_dimension(aws, capsys):
+    job = aws.invoke({"namespace": "sales"})["job_run_id"]
+    [run] = aws.job_runs()
+    summary = json.loads(json.dumps(SUMMARY))
+    summary["tables"][0].update(mirror_format="dv", source_mode="readonly")
+    summary["tables"][1].update(mirror_format="cow", source_mode="readonly")
+    aws.put_summary(run, summary)
+    capsys.readouterr()
+    assert aws.invoke(aws.end_event(job))["status"] == "finished"
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    merged = [r for r in records if "TablesMerged" in r and r.get("namespace") == "sales"]
+    assert merged and merged[0]["mirror_format"] == "cow,dv" and merged[0]["source_mode"] == "readonly"
+    dims = {d for group in merged[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"] for d in group}
+    assert dims == {"namespace", "service"}  # the format is metadata, not a dimension
+    per_table = [r for r in records if r.get("table") == "orders" and "RowsUpserted" in r]
+    assert per_table and per_table[0]["mirror_format"] == "dv"
