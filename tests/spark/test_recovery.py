@@ -134,7 +134,15 @@ def test_a_merge_that_stages_nothing_is_refused(hlake, monkeypatch):
 @pytest.mark.slow
 def test_random_sigkills_during_runs_lose_nothing(hlake):
     """The real command line in a subprocess, killed at random moments, then run to the end."""
-    lake = hlake
+    sigkill_cycles(hlake)
+
+
+@pytest.mark.slow
+def test_random_sigkills_during_runs_lose_nothing_in_a_dv_mirror(spark, destinations, make_lake):
+    sigkill_cycles(make_lake(destinations["hadoop"], "hadoop", "readonly", "dv"))
+
+
+def sigkill_cycles(lake):
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(200)])
     rng = random.Random(int(os.environ.get("OLAKE_COW_SEED", "11")))
@@ -159,8 +167,9 @@ def test_random_sigkills_during_runs_lose_nothing(hlake):
 
 
 def command(lake, *extra):
+    fmt = ["--mirror-format", lake.fmt] if lake.fmt != "cow" else []
     return [sys.executable, os.path.join("emr_job", "main.py"), "--destination-details", lake.dest_path,
-            "--source-namespace", lake.ns, "--quiet", "--source-mode", lake.mode, "--spark-conf",
+            "--source-namespace", lake.ns, "--quiet", "--source-mode", lake.mode, *fmt, "--spark-conf",
             "spark.sql.shuffle.partitions=2", *extra]
 
 
