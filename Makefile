@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEPLOY_VENV ?= .venv-deploy
-DEPLOY_PY = $(DEPLOY_VENV)/bin/python
+DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
@@ -33,7 +33,7 @@ deploy-tools: $(DEPLOY_STAMP) ## create .venv-deploy with SAM CLI and cfn-lint (
 
 check-template: $(DEPLOY_STAMP) ## cfn-lint and sam build of template.yaml
 	$(DEPLOY_VENV)/bin/cfn-lint template.yaml
-	SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --build-in-source --template template.yaml
+	PYTHON=$(DEPLOY_PY) SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --build-in-source --template template.yaml
 
 secret: $(DEPLOY_STAMP) ## store OLake's destination.json in Secrets Manager (FILE=destination.json [NAME=olake/destination])
 	@[ -n "$(FILE)" ] || { echo "make secret: set FILE=path/to/destination.json" >&2; exit 2; }

@@ -21,6 +21,9 @@ ARTIFACTS_PREFIX=${ARTIFACTS_PREFIX:-olake-cow}
 PY=${PY:-.venv-deploy/bin/python}
 SAM=${SAM:-.venv-deploy/bin/sam}
 export SAM_CLI_TELEMETRY=0
+# lambda/Makefile installs the Lambda's dependencies with this interpreter (absolute: sam runs it elsewhere)
+PYTHON=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
+export PYTHON
 REGION=$($PY infra/awsenv.py region) || exit 2
 
 echo "==> packaging the job (region $REGION)"

@@ -60,8 +60,14 @@ def clone(tmp_path_factory):
 def env(moto_url, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
-    # No java and no pyspark on the PATH the deploy steps see: only the deploy environment.
-    keep["PATH"] = os.pathsep.join(p for p in keep.get("PATH", "").split(os.pathsep) if "java" not in p.lower())
+    # Java and any Python but the deploy environment's are shadowed by stubs that record a call and
+    # fail: the deploy steps must not need them.
+    stubs = home / "stubs"
+    stubs.mkdir()
+    for tool in ("java", "python", "python3", "spark-submit"):
+        (stubs / tool).write_text(f"#!/bin/sh\necho {tool} >> {home}/used\nexit 97\n")
+        (stubs / tool).chmod(0o755)
+    keep["PATH"] = os.pathsep.join([str(stubs), keep.get("PATH", "")])
     return {**keep, "HOME": str(home), "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_REGION": REGION, "AWS_ENDPOINT_URL": moto_url, "AWS_CONFIG_FILE": str(home / "none"),
             "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"), "SAM_CLI_TELEMETRY": "0",
@@ -115,6 +121,7 @@ def test_the_readme_deploy_steps_run_from_a_clean_clone(clone, env, moto_url):
     deploy_cmd = out.split("would run:")[1]
     assert f"--region {REGION}" in deploy_cmd and f"CodeVersion={version}" in deploy_cmd
     assert not os.path.exists(clone / ".venv")  # nothing created the development environment
+    assert not os.path.exists(os.path.join(env["HOME"], "used")), open(os.path.join(env["HOME"], "used")).read()
 
     # 4. run_now against a stack that is not there: one line that says so
     code, out = make(clone, env, "run-now", "NAMESPACE=sales")
