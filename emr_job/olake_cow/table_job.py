@@ -14,7 +14,7 @@ from .change_reader import ChangeReader
 from .changesource import ChangeSource, for_mode
 from .checkpoint import Marker, find_checkpoint
 from .config import DestinationConfig
-from .errors import HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
+from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
 from .iceberg import IcebergTables
 from .identifiers import qualified
 from .maintenance import maintain
@@ -74,6 +74,9 @@ class TableJob:
                 raise TableNotFoundError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
             self._key_id(source)  # checked before anything is committed
             mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
+            if self.opts.verify and mode != SourceMode.READONLY:  # refused before anything is committed
+                raise SourceModeError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's "
+                                      "table no longer holds the rows the mirror is compared with")
             self.fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror,
                                                self.result.mirror)
             self.result.source_mode, self.result.mirror_format = mode.value, self.fmt.value
@@ -203,9 +206,6 @@ class TableJob:
     def _verify(self, mode: SourceMode) -> None:
         from .verify import verify_mirror
 
-        if mode != SourceMode.READONLY:
-            raise OlakeCowError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's table "
-                                "no longer holds the rows the mirror is compared with")
         _, mirror = self.states()
         checkpoint = find_checkpoint(mirror)
         if checkpoint is None:

@@ -133,7 +133,7 @@ def test_a_mirrors_format_changes_only_when_asked_and_the_upgrade_is_in_place(sp
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}])
     before = lake.mirror("t")
-    assert lake.run("--mirror-format", "dv") == 1
+    assert lake.run("--mirror-format", "dv") == 2
     assert "--upgrade-mirror" in capsys.readouterr().out
     assert lake.mirror("t").metadata_location == before.metadata_location
     assert lake.run("--mirror-format", "dv", "--upgrade-mirror") == 0
@@ -146,5 +146,5 @@ def test_a_mirrors_format_changes_only_when_asked_and_the_upgrade_is_in_place(sp
     assert lake.run() == 0  # without the option the mirror keeps dv
     assert merges(lake)[-1].summary_int("added-dvs") == 1
     lake.assert_mirror_matches("t")
-    assert lake.run("--mirror-format", "cow") == 1
+    assert lake.run("--mirror-format", "cow") == 2
     assert "cannot go back to format version 2" in capsys.readouterr().out

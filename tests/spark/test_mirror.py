@@ -259,7 +259,7 @@ def test_pyiceberg_refuses_the_source_but_reads_the_mirror(hlake):
 
 
 def test_missing_namespace_is_a_clear_error(rlake, capsys):
-    assert rlake.run("--tables", "nope") == 1
+    assert rlake.run("--tables", "nope") == 2  # a missing table is bad input
     out = capsys.readouterr()
     assert "does not exist" in out.out + out.err
     assert rlake.run() == 2
@@ -286,7 +286,7 @@ def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinatio
     make(lake)
     summary_path = os.path.join(tmp_root, f"{lake.ns}-summary.json")
     assert lake.run("--summary-out", summary_path) == 0
-    assert lake.run("--tables", "missing_table", "--summary-out", summary_path) == 1
+    assert lake.run("--tables", "missing_table", "--summary-out", summary_path) == 2
     out = capsys.readouterr()
     with open(summary_path, encoding="utf-8") as f:
         summary = f.read()

@@ -195,8 +195,10 @@ def test_verify_refuses_a_truncate_mode_mirror(spark, destinations, make_lake, t
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", rows(0, 5))
+    before = lake.source_metadata()
     code, summary = summary_of(lake, tmp_path, "--verify")
-    assert code == 1 and "needs a readonly mirror" in summary["tables"][0]["error"]
+    assert code == 2 and "needs a readonly mirror" in summary["tables"][0]["error"]
+    assert lake.source_metadata() == before and not lake.tables.namespace_exists(lake.cow_ns)  # nothing committed
 
 
 def test_the_other_mode_on_an_existing_mirror_is_refused_with_how_to_switch(rlake, capsys):
@@ -205,7 +207,7 @@ def test_the_other_mode_on_an_existing_mirror_is_refused_with_how_to_switch(rlak
     assert rlake.run() == 0
     cdc(rlake, 1)
     before = (rlake.source_metadata(), rlake.mirror("t").metadata_location)
-    assert rlake.run_raw("--source-mode", "truncate") == 1
+    assert rlake.run_raw("--source-mode", "truncate") == 2
     out = capsys.readouterr().out
     assert "built in readonly mode" in out and "drop the mirror" in out
     assert (rlake.source_metadata(), rlake.mirror("t").metadata_location) == before
