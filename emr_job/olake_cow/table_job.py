@@ -216,10 +216,9 @@ class TableJob:
         self.result.verify = found.to_dict()
         self.say("verify against source snapshot %s: %s", checkpoint.snapshot_id, found.describe())
         if not found.ok:
+            text = f"verify: {found.describe()}"
+            self.result.fail(OlakeCowError(text), text)
             self.result.status = TableStatus.VERIFY_FAILED
-            self.result.error = f"verify: {found.describe()}"
-            self.result.error_kind = "failure"
-            self.result.failure = OlakeCowError(self.result.error)
 
 
 def _change_time(source: TableState, checkpoint: Optional[Marker]) -> Optional[int]:

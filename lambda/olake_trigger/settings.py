@@ -121,27 +121,22 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     )
 
 
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+def _number(env: Mapping[str, str], name: str, default: Any, minimum: Any, kind: type, what: str) -> Any:
     raw = env.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
     if value < minimum:
         raise ConfigError(f"{name} must be >= {minimum}, got {value}")
     return value
 
 
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    return int(_number(env, name, default, minimum, int, "an integer"))
+
+
 def _price(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be a price in USD, got {raw!r}") from None
-    if value < 0:
-        raise ConfigError(f"{name} must be >= 0, got {value}")
-    return value
+    return float(_number(env, name, default, 0, float, "a price in USD"))
