@@ -37,6 +37,18 @@ def session(explicit_region: Optional[str] = None):
     return boto3.session.Session(region_name=region(explicit_region))
 
 
+def describe_stack(cfn, stack: str, hint: str) -> dict:
+    """The stack's description; SetupError naming the stack and region (and `hint`) when it is not there."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return cfn.describe_stacks(StackName=stack)["Stacks"][0]
+    except ClientError as exc:
+        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
+            raise SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}{hint}") from None
+        raise
+
+
 def explain(exc: BaseException) -> str:
     """One line for an error from AWS or its client."""
     from botocore.exceptions import (

@@ -26,15 +26,8 @@ SCHEDULE_PREFIX = "olake-cow-"  # the trigger's debounce schedules (lambda/olake
 
 
 def stack_parameters(cfn, stack: str) -> Dict[str, str]:
-    from botocore.exceptions import ClientError
-
-    try:
-        found = cfn.describe_stacks(StackName=stack)["Stacks"][0]
-    except ClientError as exc:
-        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
-            raise awsenv.SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}; with --skip-stack, "
-                                    "give the buckets, namespaces and secret as options") from None
-        raise
+    found = awsenv.describe_stack(cfn, stack, "; with --skip-stack, give the buckets, namespaces and secret "
+                                              "as options")
     return {p["ParameterKey"]: p.get("ResolvedValue") or p.get("ParameterValue", "")
             for p in found.get("Parameters", [])}
 

@@ -20,16 +20,8 @@ FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 def stack_outputs(cfn, stack: str) -> dict:
-    from botocore.exceptions import ClientError
-
-    try:
-        out = cfn.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
-    except ClientError as exc:
-        if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
-            raise awsenv.SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}: deploy it first "
-                                    "(make deploy), or pass --stack/--region") from None
-        raise
-    return {o["OutputKey"]: o["OutputValue"] for o in out}
+    found = awsenv.describe_stack(cfn, stack, ": deploy it first (make deploy), or pass --stack/--region")
+    return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
 
 
 def wait_and_report(emr, s3, application_id: str, job_run_id: str, summary_uri: str, poll_s: float = 15.0,
