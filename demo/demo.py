@@ -27,8 +27,8 @@ from testkit.model import diff, normalized  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 from olake_cow.cli import main as job  # noqa: E402
-from olake_cow.iceberg import IcebergTables  # noqa: E402
-from olake_cow.identifiers import qualified  # noqa: E402
+from olake_cow.core.identifiers import qualified  # noqa: E402
+from olake_cow.spark.iceberg import IcebergTables  # noqa: E402
 
 WORK = os.path.join(ROOT, ".demo")
 CATALOG, NS, TABLE = "olake_iceberg", "postgres_shop_public", "orders"

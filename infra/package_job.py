@@ -22,16 +22,24 @@ ENTRY = os.path.join(ROOT, "emr_job", "main.py")
 _EPOCH = (2020, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip and version
 
 
+def _sources() -> list:
+    """The package's .py files, sub-packages included, in a fixed order."""
+    found = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [os.path.join(folder, name) for name in sorted(files) if name.endswith(".py")]
+    return sorted(found)
+
+
 def build(out: str) -> str:
     os.makedirs(out, exist_ok=True)
     zip_path = os.path.join(out, "olake_cow.zip")
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name in sorted(os.listdir(PACKAGE)):
-            if name.endswith(".py"):
-                info = zipfile.ZipInfo(f"olake_cow/{name}", _EPOCH)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                with open(os.path.join(PACKAGE, name), "rb") as f:
-                    zf.writestr(info, f.read())
+        for path in _sources():
+            info = zipfile.ZipInfo("olake_cow/" + os.path.relpath(path, PACKAGE).replace(os.sep, "/"), _EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(path, "rb") as f:
+                zf.writestr(info, f.read())
     shutil.copyfile(ENTRY, os.path.join(out, "main.py"))
     digest = hashlib.sha256()
     for name in ("main.py", "olake_cow.zip"):

@@ -16,8 +16,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 import awsenv
 
-from olake_cow.config import parse_destination
-from olake_cow.errors import ConfigError
+from olake_cow.core.config import parse_destination
+from olake_cow.core.errors import ConfigError
 
 
 def put(sm, name: str, text: str) -> str:

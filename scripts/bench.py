@@ -39,7 +39,7 @@ from testkit.local import hadoop_destination, local_session, write_destination, 
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 from olake_cow.cli import main as job_main  # noqa: E402
-from olake_cow.identifiers import qualified  # noqa: E402
+from olake_cow.core.identifiers import qualified  # noqa: E402
 
 CATALOG = "bench"
 COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),
@@ -209,7 +209,7 @@ class Bench:
         """One run of the published script on one table, with its I/O read from the snapshots."""
         from baseline import load
 
-        from olake_cow.iceberg import IcebergTables
+        from olake_cow.spark.iceberg import IcebergTables
 
         cow_ns = f"{ns}_script"
         # Its own session: the script leaves `spark.wap.id` set (to "") on the session it is given.

@@ -32,11 +32,12 @@ from testkit import pg  # noqa: E402
 from testkit.local import fresh_state, local_session, mirror_problems, write_destination, writer_session  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
-from olake_cow.checkpoint import find_checkpoint  # noqa: E402
-from olake_cow.iceberg import IcebergTables  # noqa: E402
-from olake_cow.identifiers import qualified  # noqa: E402
-from olake_cow.modes import SourceMode  # noqa: E402
-from olake_cow.planner import Advance, Done, Merge, Publish, Truncate, plan_next  # noqa: E402
+from olake_cow.core.checkpoint import find_checkpoint  # noqa: E402
+from olake_cow.core.identifiers import qualified  # noqa: E402
+from olake_cow.core.modes import SourceMode  # noqa: E402
+from olake_cow.core.planner import plan_next  # noqa: E402
+from olake_cow.core.steps import Advance, Done, Merge, Publish, Truncate  # noqa: E402
+from olake_cow.spark.iceberg import IcebergTables  # noqa: E402
 
 MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
                "--rewrite-manifests"]

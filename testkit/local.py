@@ -3,8 +3,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from olake_cow.config import DestinationConfig, parse_destination
-from olake_cow.spark_session import build_session, table_session
+from olake_cow.core.config import DestinationConfig, parse_destination
+from olake_cow.spark.session import build_session, table_session
 
 from .model import diff, normalized
 
@@ -57,8 +57,8 @@ def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[s
     """Compare a mirror's current snapshot, read by Spark and by pyiceberg, with the expected rows
     over the mirror's columns; a cow mirror may hold no delete file, a dv mirror only deletion
     vectors. Returns (rows compared, problems found)."""
-    from olake_cow.audit import forbidden_deletes
-    from olake_cow.modes import MirrorFormat
+    from olake_cow.core.audit import forbidden_deletes
+    from olake_cow.core.modes import MirrorFormat
 
     cols = [f.name for f in session.table(table_q).schema.fields]
     expected = normalized(expected_rows, cols)

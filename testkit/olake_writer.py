@@ -12,8 +12,8 @@ import threading
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from olake_cow.iceberg import IcebergTables
-from olake_cow.identifiers import qualified, quote
+from olake_cow.core.identifiers import qualified, quote
+from olake_cow.spark.iceberg import IcebergTables
 
 from .model import TableModel
 

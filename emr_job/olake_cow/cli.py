@@ -9,12 +9,13 @@ from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import __version__
-from .config import DestinationConfig, parse_destination, redact
-from .errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
-from .identifiers import validate_name
-from .maintenance import MaintenanceOptions
-from .modes import parse_format, parse_mode
-from .options import JobOptions
+from .core.config import DestinationConfig, parse_destination, redact
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
+from .core.identifiers import validate_name
+from .core.maintenance import MaintenanceOptions
+from .core.modes import parse_format, parse_mode
+from .core.options import JobOptions
+from .core.summary import render
 
 log = logging.getLogger("olake_cow")
 
@@ -228,7 +229,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
     check_summary_out(args.summary_out)
-    from .spark_session import launch_conf, under_spark_submit
+    from .spark.session import launch_conf, under_spark_submit
 
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
     job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
@@ -254,10 +255,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _run(s: RunSettings) -> Exit:
-    from .iceberg import IcebergTables
-    from .runner import error_text, new_run_id, run_tables
-    from .spark_session import build_session
-    from .summary import RunStatus, write_summary
+    from .core.summary import RunStatus
+    from .spark.iceberg import IcebergTables
+    from .spark.runner import error_text, new_run_id, run_tables
+    from .spark.session import build_session
 
     cfg, secrets = s.cfg, s.cfg.secret_values()
     job = replace(s.job, run_id=new_run_id())
@@ -314,3 +315,20 @@ def _print_table(summary: Dict[str, Any]) -> None:
 
 def _iso(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def write_summary(summary: Dict[str, Any], target: str) -> None:
+    text = render(summary)
+    if target.startswith("s3://"):
+        import boto3  # provided on EMR; only needed for S3 targets
+
+        bucket, _, key = target[len("s3://"):].partition("/")
+        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"),
+                                      ContentType="application/json")
+        return
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    tmp = target + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)

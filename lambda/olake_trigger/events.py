@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
-from olake_cow.errors import OlakeCowError
-from olake_cow.identifiers import validate_name
-from olake_cow.maintenance import MaintenanceOptions, options_from_payload
-from olake_cow.modes import SourceMode, parse_format, parse_mode
+from olake_cow.core.errors import OlakeCowError
+from olake_cow.core.identifiers import validate_name
+from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
+from olake_cow.core.modes import SourceMode, parse_format, parse_mode
 
 from .decide import AllTables, PendingTables, Tables, TableSelection
 from .settings import Settings

@@ -12,13 +12,13 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
-from olake_cow import planner
-from olake_cow.changesource import for_mode
-from olake_cow.config import DestinationConfig
-from olake_cow.errors import SourceModeError
-from olake_cow.maintenance import MaintenanceOptions, maintenance_due
-from olake_cow.modes import MirrorFormat, SourceMode, built_format, resolve_mode
-from olake_cow.snapshots import MISSING, TableState, state_from_metadata
+from olake_cow.core import planner
+from olake_cow.core.changesource import for_mode
+from olake_cow.core.config import DestinationConfig
+from olake_cow.core.errors import SourceModeError
+from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
+from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
+from olake_cow.core.snapshots import MISSING, TableState, state_from_metadata
 
 from .decide import TableCheck
 

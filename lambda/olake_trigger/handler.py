@@ -13,8 +13,8 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities import parameters
 
-from olake_cow.config import DestinationConfig, parse_destination, redact
-from olake_cow.errors import ConfigError
+from olake_cow.core.config import DestinationConfig, parse_destination, redact
+from olake_cow.core.errors import ConfigError
 
 from .events import EventError
 from .metrics import Point

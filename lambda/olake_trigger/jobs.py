@@ -6,8 +6,8 @@ import hashlib
 import re
 from typing import Any, Dict, List, Sequence, Union
 
-from olake_cow.config import DestinationConfig
-from olake_cow.errors import ConfigError
+from olake_cow.core.config import DestinationConfig
+from olake_cow.core.errors import ConfigError
 
 from .decide import AllTables, Tables
 from .settings import Settings

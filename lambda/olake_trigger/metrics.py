@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from olake_cow.summary import RunStatus, TableStatus
+from olake_cow.core.summary import RunStatus, TableStatus
 
 FAILED_STATES = ("FAILED", "CANCELLED")
 TABLE_VALUES = (("RowsUpserted", "rows_upserted"), ("RowsDeleted", "rows_deleted"), ("FilesWritten", "files_written"))

@@ -4,8 +4,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from olake_cow.errors import ConfigError
-from olake_cow.modes import MirrorFormat, SourceMode, parse_format, parse_mode
+from olake_cow.core.errors import ConfigError
+from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
 _S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
 

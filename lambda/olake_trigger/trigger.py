@@ -8,9 +8,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from botocore.exceptions import ClientError
 
-from olake_cow.config import DestinationConfig
-from olake_cow.errors import ConfigError
-from olake_cow.maintenance import MaintenanceOptions
+from olake_cow.core.config import DestinationConfig
+from olake_cow.core.errors import ConfigError
+from olake_cow.core.maintenance import MaintenanceOptions
 
 from . import jobs
 from .debounce import Debouncer

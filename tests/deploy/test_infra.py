@@ -1,5 +1,6 @@
 """infra/ scripts against moto: the bucket step keeps existing notifications, the secret is
 validated before it is stored, the job package is complete and reproducible, run_now reports."""
+import glob
 import json
 import os
 import sys
@@ -47,7 +48,7 @@ def test_bucket_events_are_turned_on_and_existing_notifications_kept(aws_env):
 
 
 def test_destination_secret_is_validated_then_stored_and_updated(aws_env):
-    from olake_cow.errors import ConfigError
+    from olake_cow.core.errors import ConfigError
 
     sm = boto3.client("secretsmanager")
     with pytest.raises(ConfigError, match="iceberg_s3_path is required"):
@@ -66,8 +67,10 @@ def test_job_package_is_complete_and_reproducible(tmp_path, aws_env):
     assert v1 == v2
     with zipfile.ZipFile(tmp_path / "a" / "olake_cow.zip") as zf:
         names = set(zf.namelist())
-    package = {f"olake_cow/{n}" for n in os.listdir(os.path.join(ROOT, "emr_job", "olake_cow")) if n.endswith(".py")}
-    assert names == package
+    root = os.path.join(ROOT, "emr_job")
+    package = {os.path.relpath(f, root).replace(os.sep, "/")
+               for f in glob.glob(os.path.join(root, "olake_cow", "**", "*.py"), recursive=True)}
+    assert names == package and "olake_cow/core/planner.py" in names and "olake_cow/spark/merge.py" in names
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="art")
     where = package_job.upload(str(tmp_path / "a"), "s3://art/olake-cow/code", v1, s3)

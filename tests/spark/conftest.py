@@ -11,9 +11,9 @@ from testkit.local import fresh_state, local_session, mirror_problems, read_rows
 from testkit.olake_writer import OlakeWriter
 
 from olake_cow.cli import main as job_main
-from olake_cow.iceberg import IcebergTables
-from olake_cow.identifiers import qualified
-from olake_cow.spark_session import local_iceberg_jar
+from olake_cow.core.identifiers import qualified
+from olake_cow.spark.iceberg import IcebergTables
+from olake_cow.spark.session import local_iceberg_jar
 
 _ns = itertools.count(1)
 HADOOP, JDBC = "hcat", "pgcat"
@@ -104,7 +104,7 @@ class Lake:
 
     def mirror_source_snapshot(self, table: str) -> int:
         """The source snapshot whose content the mirror holds (truncate mode: a boundary's parent)."""
-        from olake_cow.checkpoint import find_checkpoint
+        from olake_cow.core.checkpoint import find_checkpoint
 
         checkpoint = find_checkpoint(self.mirror(table))
         assert checkpoint is not None, "the mirror holds nothing"

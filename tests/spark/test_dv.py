@@ -8,8 +8,8 @@ import os
 import pytest
 from tests.spark.test_recovery import run_crashing
 
-from olake_cow import iceberg, merge
-from olake_cow.snapshots import ancestors
+from olake_cow.core.snapshots import ancestors
+from olake_cow.spark import iceberg, merge
 
 pytestmark = [pytest.mark.spark]
 

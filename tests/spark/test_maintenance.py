@@ -7,7 +7,7 @@ import os
 import pytest
 from tests.spark.test_recovery import run_crashing
 
-from olake_cow import iceberg
+from olake_cow.spark import iceberg
 
 pytestmark = [pytest.mark.spark]
 

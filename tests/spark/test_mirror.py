@@ -1,7 +1,7 @@
 """Behaviour of the job on real Iceberg tables, checked against the independent model."""
 import pytest
 
-from olake_cow.iceberg import IcebergTables
+from olake_cow.spark.iceberg import IcebergTables
 
 pytestmark = [pytest.mark.spark]
 

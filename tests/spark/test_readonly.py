@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from olake_cow import changesource
+from olake_cow.core import changesource
 
 pytestmark = [pytest.mark.spark]
 
@@ -116,14 +116,14 @@ def test_a_rewrite_during_a_run_is_harmless_and_not_read_again(rlake, tmp_path, 
     lake.writer.backfill("t", rows(0, 120), chunk=10)
     assert lake.run() == 0
     cdc(lake, 1)
-    read = changesource.SnapshotHistory.read
+    read = changesource.ReadonlySource.read
 
     def rewrite_then_read(self, reader, step, source):
         lake.writer.rewrite_files("t")  # committed after the run fixed its target
         return read(self, reader, step, source)
 
     with monkeypatch.context() as m:
-        m.setattr(changesource.SnapshotHistory, "read", rewrite_then_read)
+        m.setattr(changesource.ReadonlySource, "read", rewrite_then_read)
         assert lake.run_raw() == 0  # (the rewrite changes the source's metadata, not the run)
     lake.assert_mirror_matches("t", at=lake.mirror_source_snapshot("t"))
     later = cdc(lake, 30)

@@ -10,8 +10,8 @@ import time
 import pytest
 from testkit.local import mirror_problems
 
-from olake_cow import iceberg, merge, mirror_table
-from olake_cow.audit import ChangeCounts
+from olake_cow.core.audit import ChangeCounts
+from olake_cow.spark import iceberg, merge, mirror_table
 
 pytestmark = [pytest.mark.spark]
 
@@ -94,7 +94,7 @@ def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch)
                           f"'{lake.cow_ns}.t_cow', options => map('rewrite-all', 'true'))")
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
-    from olake_cow.snapshots import ancestors
+    from olake_cow.core.snapshots import ancestors
 
     published = {s.snapshot_id for s in ancestors(lake.mirror("t"))[0]}
     assert staged and not {s.snapshot_id for s in staged} & published
@@ -203,7 +203,7 @@ class Writer(threading.Thread):
 
 def held_source_snapshot(lake, table="t"):
     """The source snapshot whose content the mirror holds (truncate mode: the boundary's parent)."""
-    from olake_cow.checkpoint import find_checkpoint
+    from olake_cow.core.checkpoint import find_checkpoint
 
     checkpoint = find_checkpoint(lake.mirror(table))
     if lake.mode == "readonly":

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from olake_cow.cli import Exit, exit_code, main
-from olake_cow.errors import ConfigError, OlakeCowError, TableNotFoundError
+from olake_cow.core.errors import ConfigError, OlakeCowError, TableNotFoundError
 
 pytestmark = pytest.mark.unit
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

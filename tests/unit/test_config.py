@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from olake_cow.config import catalog_properties, jdbc_driver_jar, parse_destination, redact
-from olake_cow.errors import ConfigError
+from olake_cow.core.config import catalog_properties, jdbc_driver_jar, parse_destination, redact
+from olake_cow.core.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -15,8 +15,8 @@ from olake_trigger.decide import (
     pending_entry,
 )
 
-from olake_cow.maintenance import MANIFEST_REWRITE_EVERY, MaintenanceOptions, maintenance_due
-from olake_cow.snapshots import Snapshot, TableState
+from olake_cow.core.maintenance import MANIFEST_REWRITE_EVERY, MaintenanceOptions, maintenance_due
+from olake_cow.core.snapshots import Snapshot, TableState
 
 pytestmark = pytest.mark.unit
 HOUR = 3600 * 1000

@@ -1,13 +1,13 @@
 """Audit, checkpoint parsing, identifier quoting and the MERGE text."""
 import pytest
 
-from olake_cow.audit import ChangeCounts, Held, audit, audit_problems
-from olake_cow.changes import ACTION, escape_glob, merge_sql
-from olake_cow.checkpoint import Marker, parse_marker
-from olake_cow.errors import AuditError, InvalidNameError
-from olake_cow.identifiers import qualified, quote, validate_name
-from olake_cow.modes import MirrorFormat
-from olake_cow.snapshots import Snapshot
+from olake_cow.core.audit import ChangeCounts, Held, audit, audit_problems
+from olake_cow.core.checkpoint import Marker, parse_marker
+from olake_cow.core.errors import AuditError, InvalidNameError
+from olake_cow.core.identifiers import qualified, quote, validate_name
+from olake_cow.core.modes import MirrorFormat
+from olake_cow.core.snapshots import Snapshot
+from olake_cow.spark.changes import ACTION, escape_glob, merge_sql
 
 pytestmark = pytest.mark.unit
 
@@ -114,7 +114,7 @@ def test_glob_characters_in_paths_are_escaped():
 
 
 def test_merge_prunes_the_mirror_by_the_change_sets_key_range():
-    from olake_cow.changes import range_condition
+    from olake_cow.spark.changes import range_condition
 
     sql = merge_sql("`m`", "`v`", ["_olake_id", "a"], ["_olake_id", "a", ACTION], keys=("k1", "k'9"))
     assert "ON t.`_olake_id` = s.`_olake_id` AND t.`_olake_id` >= 'k1' AND t.`_olake_id` <= 'k\\'9' WHEN" in sql

@@ -6,8 +6,8 @@ from olake_trigger.events import Commit, Ignored, classify
 from olake_trigger.metrics import summary_points
 from olake_trigger.settings import from_env
 
-from olake_cow.config import parse_destination
-from olake_cow.errors import ConfigError
+from olake_cow.core.config import parse_destination
+from olake_cow.core.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

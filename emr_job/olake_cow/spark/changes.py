@@ -3,7 +3,7 @@ import re
 from functools import reduce
 from typing import Any, List, Optional, Sequence, Tuple
 
-from .identifiers import quote, sql_string
+from ..core.identifiers import quote, sql_string
 
 KEY = "_olake_id"
 ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key

@@ -6,10 +6,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional
 
-from .config import DestinationConfig, redact
-from .errors import OlakeCowError
-from .options import JobOptions
-from .summary import TableResult
+from ..core.config import DestinationConfig, redact
+from ..core.errors import OlakeCowError
+from ..core.options import JobOptions
+from ..core.summary import TableResult
 from .table_job import MIRROR_SUFFIX, TableJob
 
 log = logging.getLogger("olake_cow")

@@ -1,12 +1,12 @@
 """The truncate-mode planner (boundaries) on literal snapshot lists: no JVM."""
 import pytest
 
-from olake_cow.checkpoint import CHECKPOINT_PROPERTY, Marker
-from olake_cow.modes import SourceMode
-from olake_cow.planner import LEFT_FOR_NEXT_RUN, Blocked, Done, Merge, Publish, Truncate
-from olake_cow.planner import plan_next as _plan_next
-from olake_cow.planner import plan_run as _plan_run
-from olake_cow.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, Marker
+from olake_cow.core.modes import SourceMode
+from olake_cow.core.planner import plan_next as _plan_next
+from olake_cow.core.planner import plan_run as _plan_run
+from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+from olake_cow.core.steps import LEFT_FOR_NEXT_RUN, Blocked, Done, Merge, Publish, Truncate
 
 pytestmark = pytest.mark.unit
 UUID = "src-uuid"
@@ -161,7 +161,7 @@ def test_missing_source_is_blocked():
 
 
 def test_key_field_id_comes_from_the_current_schema_in_the_metadata():
-    from olake_cow.snapshots import state_from_metadata
+    from olake_cow.core.snapshots import state_from_metadata
 
     meta = {"table-uuid": "u", "current-schema-id": 1, "schemas": [
         {"schema-id": 0, "fields": [{"id": 7, "name": "x"}]},
@@ -178,7 +178,7 @@ def test_a_run_closes_at_most_one_change_set():
 
 
 def test_a_rewrite_that_dropped_delete_files_makes_the_change_set_read_them_from_history():
-    from olake_cow.boundaries import dropped_delete_window
+    from olake_cow.core.truncate import dropped_delete_window
 
     rewrite = Snapshot(5, 4, 5, "replace", {"added-data-files": "1", "removed-delete-files": "2"})
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3), rewrite, snap(6, 5),

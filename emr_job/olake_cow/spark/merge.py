@@ -4,17 +4,17 @@ Spark/Iceberg adapter."""
 import uuid
 from typing import List, Optional, Tuple
 
-from .audit import ChangeCounts, Held, audit, replaced_rows
+from ..core.audit import ChangeCounts, Held, audit, replaced_rows
+from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
+from ..core.errors import AuditError, OlakeCowError
+from ..core.identifiers import quote
+from ..core.modes import MirrorFormat
+from ..core.snapshots import Snapshot, Summary, TableState
+from ..core.summary import TableResult
 from .change_reader import ChangeSet
 from .changes import ACTION, KEY, aligned_rows, merge_sql
-from .checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
-from .errors import AuditError, OlakeCowError
 from .iceberg import IcebergTables
-from .identifiers import quote
-from .modes import MirrorFormat
 from .scan_tasks import TaskSets
-from .snapshots import Snapshot, Summary, TableState
-from .summary import TableResult
 
 
 class MirrorWriter:

@@ -1,7 +1,6 @@
 """The run summary: per-table results, written as JSON to a local path or S3. The trigger Lambda
 reads it back for its metrics, with the same status names."""
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
@@ -82,20 +81,3 @@ class TableResult:
 
 def render(summary: Dict[str, Any]) -> str:
     return json.dumps(summary, indent=2, sort_keys=True, default=str)
-
-
-def write_summary(summary: Dict[str, Any], target: str) -> None:
-    text = render(summary)
-    if target.startswith("s3://"):
-        import boto3  # provided on EMR; only needed for S3 targets
-
-        bucket, _, key = target[len("s3://"):].partition("/")
-        boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"),
-                                      ContentType="application/json")
-        return
-    parent = os.path.dirname(os.path.abspath(target))
-    os.makedirs(parent, exist_ok=True)
-    tmp = target + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, target)

@@ -9,13 +9,13 @@ Three readings, chosen by the change source (changesource.py):
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..core.errors import ResyncNeededError, UnsupportedDeleteError
+from ..core.identifiers import quote
+from ..core.readonly import Interval
+from ..core.snapshots import Snapshot, Summary, TableState
 from .changes import ACTION, KEY, PART, compose, escape_glob, latest_per_key, upsert_action
-from .errors import ResyncNeededError, UnsupportedDeleteError
-from .history import Interval
 from .iceberg import IcebergTables
-from .identifiers import quote
 from .scan_tasks import TaskSets
-from .snapshots import Snapshot, Summary, TableState
 
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 

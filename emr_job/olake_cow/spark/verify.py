@@ -4,8 +4,8 @@ and rows that differ (an order-independent hash per key over the mirror's column
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List
 
+from ..core.identifiers import quote
 from .changes import KEY, latest_per_key
-from .identifiers import quote
 
 EXAMPLES = 5
 

@@ -1,29 +1,22 @@
-"""Table maintenance after a run's merges: snapshot expiry with safety clamps, manifest rewrite,
-small-file compaction and orphan-file removal, all through Iceberg's Spark procedures.
+"""Maintenance options and rules (pure): what may be asked for, the safety clamps, and whether any
+of it is due. The Spark procedures that carry it out are in spark/maintenance.py.
 
-The safety rule is pure (`source_cutoff`): source snapshots are expired only up to the oldest one
+The safety rule (`source_cutoff`): source snapshots are expired only up to the oldest one
 the mirror still needs, as its change source says (truncate mode: the newest merged boundary,
 since unmerged change sets live in the snapshots after it; readonly mode: the snapshot the mirror
 holds, which the next run reads from and --verify compares with), whatever retention is asked for.
 """
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .audit import forbidden_deletes
-from .errors import ConfigError, OlakeCowError
-from .identifiers import qualified, quote, sql_string
-from .modes import MirrorFormat
+from .errors import ConfigError
 from .snapshots import Snapshot, TableState, ancestors
-
-if TYPE_CHECKING:
-    from .changesource import ChangeSource
 
 HOUR_MS = 3600 * 1000
 
 
-def _timestamp(epoch_ms: int) -> str:
+def timestamp_literal(epoch_ms: int) -> str:
     """A TIMESTAMP literal with an explicit UTC offset (procedure arguments must be literals)."""
     moment = datetime.fromtimestamp(epoch_ms / 1000.0, tz=timezone.utc)
     return "TIMESTAMP '" + moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}+00:00'"
@@ -150,109 +143,6 @@ def source_cutoff(now_ms: int, retention_h: float, floor: Optional[Snapshot]) ->
 def mirror_cutoff(now_ms: int, retention_h: float) -> int:
     # The checkpoint also lives in a table property, and the current snapshot is always kept.
     return now_ms - int(retention_h * HOUR_MS)
-
-
-class Maintainer:
-    """Runs the procedures on one table pair (Spark adapter)."""
-
-    def __init__(self, session, catalog: str) -> None:
-        self.session, self.catalog = session, catalog
-
-    def _call(self, proc: str, args: Dict[str, str]) -> List[Dict[str, Any]]:
-        text = ", ".join(f"{k} => {v}" for k, v in args.items())
-        rows = self.session.sql(f"CALL {quote(self.catalog)}.system.{proc}({text})").collect()
-        return [r.asDict() for r in rows]
-
-    def _table_arg(self, ns: str, table: str) -> str:
-        """The `table` argument of a procedure: a string literal, relative to the catalog."""
-        return sql_string(f"{quote(ns)}.{quote(table)}")
-
-    def _files(self, ident: str) -> Dict[str, int]:
-        rows = self.session.sql(f"SELECT file_path, file_size_in_bytes FROM {ident}.all_files").collect()
-        return {r[0]: int(r[1]) for r in rows}
-
-    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> None:
-        ident = qualified(self.catalog, ns, table)
-        before_files = self._files(ident)
-        before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
-        self._call("expire_snapshots", {"table": self._table_arg(ns, table),
-                                        "older_than": _timestamp(older_than_ms),
-                                        "retain_last": "1"})
-        after = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
-        after_files = self._files(ident)
-        gone = set(before_files) - set(after_files)
-        out.snapshots_expired += int(before) - int(after)
-        out.files_removed += len(gone)
-        out.bytes_removed += sum(before_files[f] for f in gone)
-
-    def rewrite_manifests(self, ns: str, table: str, out: MaintenanceResult) -> None:
-        rows = self._call("rewrite_manifests", {"table": self._table_arg(ns, table)})
-        out.manifests_rewritten += sum(int(r.get("rewritten_manifests_count") or 0) for r in rows)
-
-    def compact(self, ns: str, table: str, fold_ratio: float, out: MaintenanceResult) -> None:
-        # The mirror always has a sort order (the source's, else _olake_id): sort within partitions.
-        # Files whose deletion vectors delete at least fold_ratio of their rows are rewritten too.
-        rows = self._call("rewrite_data_files", {
-            "table": self._table_arg(ns, table), "strategy": "'sort'",
-            "options": f"map('min-input-files', '2', 'delete-ratio-threshold', '{fold_ratio:g}')"})
-        out.files_compacted += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
-
-    def fold(self, ns: str, table: str, ratio: float, out: MaintenanceResult) -> None:
-        """Rewrite only the data files whose deletion vectors delete at least `ratio` of their rows
-        (sizes do not select files here); their deletion vectors go with them."""
-        options = {"delete-ratio-threshold": f"{ratio:g}", "delete-file-threshold": str(2**31 - 1),
-                   "min-file-size-bytes": "0", "max-file-size-bytes": str(2**62), "min-input-files": "1"}
-        text = ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items())
-        rows = self._call("rewrite_data_files", {"table": self._table_arg(ns, table), "strategy": "'binpack'",
-                                                 "options": f"map({text})"})
-        out.files_folded += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
-
-    def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
-        rows = self._call("remove_orphan_files", {"table": self._table_arg(ns, table),
-                                                  "older_than": _timestamp(older_than_ms),
-                                                  "dry_run": "true" if dry_run else "false"})
-        out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
-
-
-def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_ns: str, mirror_name: str,
-             m: MaintenanceOptions, changes: "ChangeSource", fmt: MirrorFormat, source: TableState,
-             mirror: TableState, say: Callable[..., None]) -> Dict[str, Any]:
-    """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
-    out, worker = MaintenanceResult(), Maintainer(session, catalog)
-    now_ms = int(time.time() * 1000)
-    if m.expire_source_hours is not None:
-        cutoff, note = source_cutoff(now_ms, m.expire_source_hours, changes.expiry_floor(source, mirror))
-        if note:
-            out.notes.append(note)
-            say("%s", note)
-        if cutoff is not None:
-            worker.expire(src_ns, source_name, cutoff, out)
-    if mirror.exists:
-        if m.compact_files:
-            worker.compact(cow_ns, mirror_name, m.ratio, out)
-        if m.fold_deletes and fmt == MirrorFormat.DV:
-            worker.fold(cow_ns, mirror_name, m.ratio, out)
-        if m.rewrite_manifests:
-            worker.rewrite_manifests(cow_ns, mirror_name, out)
-        if m.expire_mirror_hours is not None:
-            worker.expire(cow_ns, mirror_name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
-        after = tables.state(cow_ns, mirror_name)
-        snap = after.snapshot(after.current_id)
-        left = forbidden_deletes(snap, fmt) if snap is not None else []
-        if left:
-            raise OlakeCowError(f"{cow_ns}.{mirror_name}: maintenance left delete files the mirror must not hold "
-                                f"({', '.join(left)})")
-    if m.remove_orphans_hours is not None:
-        older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
-        if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
-            worker.orphans(src_ns, source_name, older, m.orphans_dry_run, out)
-        if mirror.exists:
-            worker.orphans(cow_ns, mirror_name, older, m.orphans_dry_run, out)
-    say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) rewritten, "
-        "%d file(s) compacted, %d folded, %d orphan file(s)%s", out.snapshots_expired, out.files_removed,
-        out.bytes_removed, out.manifests_rewritten, out.files_compacted, out.files_folded, len(out.orphan_files),
-        " (dry run: listed, not removed)" if m.orphans_dry_run else "")
-    return asdict(out)
 
 
 # --- is any requested maintenance due? (the trigger asks before starting a run for it) -------------

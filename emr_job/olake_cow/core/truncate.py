@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, staged_for
-from .planner import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
 from .snapshots import Snapshot, Summary, TableState, ancestors
+from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,15 @@
 snapshot lists: no JVM."""
 import pytest
 
-from olake_cow import history
-from olake_cow.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, Marker, find_checkpoint
-from olake_cow.errors import ResyncNeededError, SourceModeError
-from olake_cow.history import Interval, intervals
-from olake_cow.maintenance import source_cutoff
-from olake_cow.modes import SourceMode, built_mode, resolve_mode
-from olake_cow.planner import Advance, Blocked, Done, Merge, Publish, has_work, plan_next
-from olake_cow.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+from olake_cow.core import readonly
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, Marker, find_checkpoint
+from olake_cow.core.errors import ResyncNeededError, SourceModeError
+from olake_cow.core.maintenance import source_cutoff
+from olake_cow.core.modes import SourceMode, built_mode, resolve_mode
+from olake_cow.core.planner import has_work, plan_next
+from olake_cow.core.readonly import Interval, intervals
+from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+from olake_cow.core.steps import Advance, Blocked, Done, Merge, Publish
 
 pytestmark = pytest.mark.unit
 UUID = "src-uuid"
@@ -205,7 +206,7 @@ def test_a_truncated_source_without_a_mirror_yet_stays_in_truncate_mode():
 
 def test_readonly_source_expiry_keeps_the_snapshot_the_mirror_holds():
     src = source(*chain(1, 2, 3))
-    floor = history.expiry_floor(src, mirror(2))
+    floor = readonly.expiry_floor(src, mirror(2))
     assert floor is not None and floor.snapshot_id == 2
     cutoff, note = source_cutoff(10_000_000, 0.0, floor)
     assert cutoff == 2000 and "kept" in (note or "")
@@ -213,7 +214,7 @@ def test_readonly_source_expiry_keeps_the_snapshot_the_mirror_holds():
 
 
 def test_a_staged_merge_that_failed_its_audit_is_not_published_again():
-    from olake_cow.checkpoint import REJECTED_PROPERTY, with_rejected
+    from olake_cow.core.checkpoint import REJECTED_PROPERTY, with_rejected
 
     staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
     mir = mirror(2, staged, current=900)

@@ -8,8 +8,8 @@ import importlib.util
 import os
 from typing import Dict, Mapping, Optional
 
-from .config import DestinationConfig, catalog_properties, jdbc_driver_jar
-from .errors import ConfigError
+from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
+from ..core.errors import ConfigError
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"

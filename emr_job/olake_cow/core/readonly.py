@@ -25,8 +25,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .checkpoint import Marker, find_checkpoint, marker_of, staged_snapshots
 from .errors import ResyncNeededError
-from .planner import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
 from .snapshots import Operation, Snapshot, TableState, ancestors
+from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
 
 
 @dataclass(frozen=True)

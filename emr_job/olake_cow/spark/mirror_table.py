@@ -3,11 +3,11 @@ sort order) before each merge. Spark/Iceberg adapter."""
 import logging
 from typing import Dict, Optional
 
-from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
-from .errors import SchemaEvolutionError
+from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
+from ..core.errors import SchemaEvolutionError
+from ..core.modes import MirrorFormat, SourceMode
+from ..core.snapshots import TableState
 from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size, write_mode_properties
-from .modes import MirrorFormat, SourceMode
-from .snapshots import TableState
 
 log = logging.getLogger("olake_cow")
 

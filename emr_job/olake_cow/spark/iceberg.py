@@ -4,9 +4,9 @@ mirror creation and evolution, and reading which files a snapshot added or remov
 import json
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from .checkpoint import CHECKPOINT_PROPERTY
-from .errors import SchemaEvolutionError, TableNotFoundError
-from .snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
+from ..core.checkpoint import CHECKPOINT_PROPERTY
+from ..core.errors import SchemaEvolutionError, TableNotFoundError
+from ..core.snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
 
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_MB = 128  # smaller than Iceberg's 512: a copy-on-write merge rewrites whole files
@@ -161,7 +161,7 @@ class IcebergTables:
 
     def set_properties_sql(self, namespace: str, table: str, values: Mapping[str, str]) -> None:
         """Through Spark SQL, which also upgrades the format version when it is among them."""
-        from .identifiers import qualified, sql_string
+        from ..core.identifiers import qualified, sql_string
 
         pairs = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in values.items())
         self.session.sql(f"ALTER TABLE {qualified(self.catalog_name, namespace, table)} SET TBLPROPERTIES ({pairs})")

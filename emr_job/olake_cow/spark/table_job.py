@@ -8,23 +8,23 @@ import logging
 import time
 from typing import Optional
 
-from . import planner
-from .audit import ChangeCounts, live_rows
+from ..core import steps
+from ..core.audit import ChangeCounts, live_rows
+from ..core.changesource import ChangeSource, for_mode
+from ..core.checkpoint import Marker, find_checkpoint
+from ..core.config import DestinationConfig
+from ..core.errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
+from ..core.identifiers import qualified
+from ..core.modes import DEFAULT_MIRROR_FORMAT, SourceMode, resolve_format, resolve_mode
+from ..core.options import JobOptions
+from ..core.snapshots import Summary, TableState
+from ..core.summary import TableResult, TableStatus
 from .change_reader import ChangeReader
-from .changesource import ChangeSource, for_mode
-from .checkpoint import Marker, find_checkpoint
-from .config import DestinationConfig
-from .errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
 from .iceberg import IcebergTables
-from .identifiers import qualified
 from .maintenance import maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
-from .modes import DEFAULT_MIRROR_FORMAT, SourceMode, resolve_format, resolve_mode
-from .options import JobOptions
-from .snapshots import Summary, TableState
-from .spark_session import table_session
-from .summary import TableResult, TableStatus
+from .session import table_session
 
 log = logging.getLogger("olake_cow")
 MAX_STEPS = 10_000
@@ -108,22 +108,22 @@ class TableJob:
                 for line in self.result.plan:
                     self.say("plan: %s", line)
                 return
-            if isinstance(step, planner.Done):
+            if isinstance(step, steps.Done):
                 self._finish(source, mirror, step.reason)
                 return
-            if isinstance(step, planner.Blocked):
+            if isinstance(step, steps.Blocked):
                 raise HistoryError(f"{self.table}: {step.reason}")
-            if isinstance(step, planner.Truncate):
+            if isinstance(step, steps.Truncate):
                 with _Clock(self.result, "committing"):
                     bid = self.tables.truncate(self.opts.source_namespace, self.table, self.opts.run_id)
                 self.result.truncated += 1
                 self.say("closed the open change set: boundary snapshot %s", bid)
-            elif isinstance(step, planner.Advance):
+            elif isinstance(step, steps.Advance):
                 with _Clock(self.result, "committing"):
                     self.tables.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
                 self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                          step.target.snapshot_id)
-            elif isinstance(step, (planner.Merge, planner.Publish)):
+            elif isinstance(step, (steps.Merge, steps.Publish)):
                 self._apply(changes, step, source, mirror)
             source, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
@@ -148,23 +148,23 @@ class TableJob:
                            location, mode, self.fmt, self.opts.target_file_mb)
 
     def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
-        merge = step.merge if isinstance(step, planner.Publish) else step
+        merge = step.merge if isinstance(step, steps.Publish) else step
         marker, rebuild = merge.target, merge.rebuild
         ns = self.opts.cow_namespace
-        if isinstance(step, planner.Merge):
+        if isinstance(step, steps.Merge):
             with _Clock(self.result, "merging"):
                 rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
         counts, staged, held = ChangeCounts(0, 0), None, None
-        if isinstance(step, planner.Publish) and rebuild:
+        if isinstance(step, steps.Publish) and rebuild:
             staged = mirror.snapshot(step.staged_id)  # a rebuild is audited from its own commit
         else:
             reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
                                   source, self.opts.delete_mode)
             with _Clock(self.result, "reading_changes"):
-                cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
+                cs = changes.read(reader, steps.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
                                   source)
             try:
                 rebuild = cs.rebuild
@@ -173,7 +173,7 @@ class TableJob:
                     self.result.notes.append(note)
                 self.result.files_read += cs.files_read
                 self.result.bytes_read += cs.bytes_read
-                if isinstance(step, planner.Merge):
+                if isinstance(step, steps.Merge):
                     with _Clock(self.result, "merging"):
                         staged = self.writer.stage(cs, marker, mirror, cs.key_range)
                 else:
@@ -189,7 +189,7 @@ class TableJob:
             else:
                 self.writer.nothing_staged(counts, marker, rebuild)
         self.result.merges += 1
-        verb = "published staged" if isinstance(step, planner.Publish) else (
+        verb = "published staged" if isinstance(step, steps.Publish) else (
             "rebuilt mirror from" if rebuild else "merged")
         self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, marker.snapshot_id,
                  staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)

@@ -1,0 +1,63 @@
+"""The steps the planner chooses from (pure records). A run carries out one step, re-reads the
+tables' metadata and plans again; each step leaves the tables in a state from which planning again
+chooses correctly."""
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from .checkpoint import Marker
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Bring the mirror to `target` (the marker its checkpoint will hold).
+
+    `read_id`: the source snapshot whose rows are read (truncate: the boundary's parent, which
+    holds exactly one change set; readonly: the target). `since`: readonly incremental merges read
+    what changed after this checkpoint. `rebuild`: replace the mirror's whole content instead
+    (first build, a recreated source, or a readonly source whose history cannot give the change)."""
+
+    target: Marker
+    read_id: Optional[int]
+    rebuild: bool
+    since: Optional[Marker] = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Publish:
+    """Audit and publish a staged merge left by an earlier run (`merge` says what it holds)."""
+
+    staged_id: int
+    merge: Merge
+
+
+@dataclass(frozen=True)
+class Truncate:
+    """Truncate mode: close the open change set by truncating the source (a new boundary)."""
+
+
+@dataclass(frozen=True)
+class Advance:
+    """Readonly mode: the source only rewrote files since the checkpoint (content unchanged):
+    move the checkpoint to `target` without touching the mirror's data."""
+
+    target: Marker
+
+
+@dataclass(frozen=True)
+class Done:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """The mirror cannot be brought up to date safely; nothing is committed."""
+
+    reason: str
+
+
+Step = Union[Merge, Publish, Truncate, Advance, Done, Blocked]
+
+UP_TO_DATE = "up to date"
+NO_SNAPSHOTS = "the source table has no snapshots yet"
+LEFT_FOR_NEXT_RUN = "changes committed after this run started are left for the next run"
