@@ -7,7 +7,7 @@ from olake_cow.core.errors import AuditError, InvalidNameError
 from olake_cow.core.identifiers import qualified, quote, validate_name
 from olake_cow.core.modes import MirrorFormat
 from olake_cow.core.snapshots import Snapshot
-from olake_cow.spark.changes import ACTION, escape_glob, merge_sql
+from olake_cow.spark.changes import ACTION, merge_sql
 
 pytestmark = pytest.mark.unit
 
@@ -107,10 +107,6 @@ def test_merge_statement_deletes_updates_and_inserts_by_key():
     assert "WHEN MATCHED AND s.`__olake_cow_action` = 'D' THEN DELETE" in sql
     assert "t.`late` = NULL" in sql and "t.`a` = s.`a`" in sql
     assert "INSERT (`_olake_id`, `a`) VALUES (s.`_olake_id`, s.`a`)" in sql
-
-
-def test_glob_characters_in_paths_are_escaped():
-    assert escape_glob("/w/t[1]/{a}*?.parquet") == "/w/t\\[1\\]/\\{a\\}\\*\\?.parquet"
 
 
 def test_merge_prunes_the_mirror_by_the_change_sets_key_range():

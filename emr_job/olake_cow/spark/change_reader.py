@@ -7,17 +7,20 @@ Three readings, chosen by the change source (changesource.py):
                        (history.py explains the rules; this module does the reading)
 """
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..core.errors import ResyncNeededError, UnsupportedDeleteError
 from ..core.identifiers import quote
 from ..core.readonly import Interval
 from ..core.snapshots import Snapshot, Summary, TableState
-from .changes import ACTION, KEY, PART, compose, escape_glob, latest_per_key, upsert_action
+from .changes import ACTION, KEY, PART, compose, latest_per_key, upsert_action
 from .iceberg import IcebergTables
-from .scan_tasks import TaskSets
+from .scan_tasks import FileRef, TaskSets
 
 DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
+# Field id of `file_path` in position-delete files (MetadataColumns.DELETE_FILE_PATH): its bounds
+# say which data files a position-delete file can point at, without reading it.
+DELETE_FILE_PATH_ID = 2147483546
 
 
 @dataclass
@@ -47,13 +50,28 @@ class _Entry:
     snapshot_id: int
     seq: int
     content: int
-    path: str
-    size: int
+    file: FileRef
     dv: bool
     referenced: Optional[str]
     equality_ids: Sequence[int]
     lo: Optional[str]  # the file's `_olake_id` bounds (truncated, still inclusive)
     hi: Optional[str]
+    # position-delete files: bounds of the data file paths they point at (UTF-8 bytes)
+    ref_lo: Optional[bytes] = None
+    ref_hi: Optional[bytes] = None
+
+    @property
+    def path(self) -> str:
+        return self.file.path
+
+    def may_point_at(self, data_path: str) -> bool:
+        """Whether this position-delete file can hold positions of `data_path` (by its bounds;
+        True when they are unknown)."""
+        if self.referenced:
+            return self.referenced == data_path
+        if self.ref_lo is None or self.ref_hi is None:
+            return True
+        return self.ref_lo <= data_path.encode("utf-8") <= self.ref_hi
 
 
 def _span(bounds: Sequence[Tuple[Optional[str], Optional[str]]]) -> Optional[Tuple[str, str]]:
@@ -103,23 +121,32 @@ class ChangeReader:
 
         latest = latest_per_key(self._snapshot_rows(snapshot_id))
         changes = latest.withColumn(ACTION, upsert_action(latest, self.delete_mode))
-        if snapshot_id is not None:
-            rows = self.session.sql(
-                f"SELECT file_path, equality_ids FROM {self.source_q}.{quote('delete_files')} "
-                f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
-            if dropped_window:
-                rows += self.session.sql(
-                    f"SELECT DISTINCT data_file.file_path AS file_path, data_file.equality_ids AS equality_ids "
-                    f"FROM {self.source_q}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
-                    f"AND snapshot_id IN ({', '.join(str(int(s)) for s in dropped_window)})").collect()
-            unique = {r["file_path"]: r["equality_ids"] for r in rows}
-            paths = [self._check_equality_delete(p, ids) for p, ids in sorted(unique.items())]
-            if paths:
-                keys = self._equality_keys(paths)
-                delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti").withColumn(ACTION, F.lit("D"))
-                changes = changes.unionByName(delete_only, allowMissingColumns=True)
-        changes = changes.persist(StorageLevel.MEMORY_AND_DISK)
-        cs = ChangeSet(changes, rebuild=False, _cleanup=[changes.unpersist])
+        cs = ChangeSet(None, rebuild=False)
+        try:
+            if snapshot_id is not None:
+                cols = ("file_path AS path, file_format AS format, file_size_in_bytes AS size, "
+                        "record_count AS records, equality_ids AS eq")
+                rows = self.session.sql(
+                    f"SELECT {cols} FROM {self.source_q}.{quote('delete_files')} "
+                    f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
+                if dropped_window:
+                    rows += self.session.sql(
+                        f"SELECT DISTINCT {', '.join('data_file.' + c for c in cols.split(', '))} "
+                        f"FROM {self.source_q}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
+                        f"AND snapshot_id IN ({', '.join(str(int(s)) for s in dropped_window)})").collect()
+                unique = {r["path"]: r for r in rows}
+                files = [self._check_equality_delete(_file_ref(r), r["eq"]) for _, r in sorted(unique.items())]
+                if files:
+                    sets = TaskSets(self.session, self.tables.load(self.namespace, self.table), self.source_q)
+                    cs._cleanup.append(sets.close)
+                    keys = self._equality_keys(sets, files)
+                    delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti").withColumn(ACTION, F.lit("D"))
+                    changes = changes.unionByName(delete_only, allowMissingColumns=True)
+            cs.frame = changes.persist(StorageLevel.MEMORY_AND_DISK)
+            cs._cleanup.append(cs.frame.unpersist)
+        except BaseException:
+            cs.close()
+            raise
         self._whole_snapshot_io(snapshot_id, cs)
         if snapshot_id is not None:
             row = self.session.sql(
@@ -131,16 +158,16 @@ class ChangeReader:
                 cs.key_range = (str(row["lo"]), str(row["hi"]))
         return cs
 
-    def _check_equality_delete(self, path: str, ids: Optional[Sequence[int]]) -> str:
+    def _check_equality_delete(self, file: FileRef, ids: Optional[Sequence[int]]) -> FileRef:
         if list(ids or []) != [self.key_field_id]:
             raise UnsupportedDeleteError(
-                f"equality delete file {path} deletes by field ids {list(ids or [])}, not by _olake_id "
+                f"equality delete file {file.path} deletes by field ids {list(ids or [])}, not by _olake_id "
                 f"(field id {self.key_field_id}); only _olake_id deletes are supported")
-        return path
+        return file
 
-    def _equality_keys(self, paths: Iterable[str]):
-        # The schema is known: no Spark job to infer it from the files.
-        return self.session.read.schema(f"{quote(KEY)} STRING").parquet(*[escape_glob(p) for p in paths]).distinct()
+    def _equality_keys(self, sets: TaskSets, files: Sequence[FileRef]):
+        """The keys equality-delete files delete, read by Iceberg's reader through the table's FileIO."""
+        return sets.read(sets.file_tasks(files)).select(KEY).distinct()
 
     # --- readonly: what changed between two snapshots -----------------------------------------
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
@@ -190,13 +217,15 @@ class ChangeReader:
         ref = "data_file.referenced_data_file" if "referenced_data_file" in fields else "CAST(NULL AS STRING)"
         rows = self.session.sql(
             f"SELECT snapshot_id, sequence_number, data_file.content AS content, data_file.file_path AS path, "
-            f"data_file.file_size_in_bytes AS size, data_file.file_format AS format, {ref} AS ref, "
-            f"data_file.equality_ids AS eq, readable_metrics.{quote(KEY)}.lower_bound AS lo, "
-            f"readable_metrics.{quote(KEY)}.upper_bound AS hi FROM {self.source_q}.{quote('entries')} "
+            f"data_file.file_size_in_bytes AS size, data_file.record_count AS records, "
+            f"data_file.file_format AS format, {ref} AS ref, data_file.equality_ids AS eq, "
+            f"readable_metrics.{quote(KEY)}.lower_bound AS lo, readable_metrics.{quote(KEY)}.upper_bound AS hi, "
+            f"data_file.lower_bounds[{DELETE_FILE_PATH_ID}] AS ref_lo, "
+            f"data_file.upper_bounds[{DELETE_FILE_PATH_ID}] AS ref_hi FROM {self.source_q}.{quote('entries')} "
             f"VERSION AS OF {iv.end_id} WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
-        return [_Entry(int(r["snapshot_id"]), int(r["sequence_number"]), int(r["content"]), r["path"],
-                       int(r["size"] or 0), str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or (),
-                       r["lo"], r["hi"]) for r in rows]
+        return [_Entry(int(r["snapshot_id"]), int(r["sequence_number"]), int(r["content"]), _file_ref(r),
+                       str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or (), r["lo"], r["hi"],
+                       _bytes(r["ref_lo"]), _bytes(r["ref_hi"])) for r in rows]
 
     def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet, bounds: List[Tuple[Optional[str], Optional[str]]]):
         """(visible new rows or None, [DataFrames of deleted keys]) of one interval; adds the key
@@ -204,16 +233,16 @@ class ChangeReader:
         entries = self._entries(iv)
         bounds.extend((e.lo, e.hi) for e in entries if e.content in (DATA, EQUALITY_DELETES))
         fresh = [e.path for e in entries if e.content == DATA]
-        equality = [self._check_equality_delete(e.path, e.equality_ids) for e in entries
+        equality = [self._check_equality_delete(e.file, e.equality_ids) for e in entries
                     if e.content == EQUALITY_DELETES]
         positional = [e for e in entries if e.content == POSITION_DELETES]
         cs.files_read += len(entries)
-        cs.bytes_read += sum(e.size for e in entries)
+        cs.bytes_read += sum(e.file.size for e in entries)
         end_plan = sets.plan(iv.end_id) if fresh or positional else None
         rows = sets.read(end_plan.pick(fresh)) if fresh and end_plan is not None else None
         keys = []
         if equality:
-            keys.append(self._equality_keys(equality))
+            keys.append(self._equality_keys(sets, equality))
         if positional and end_plan is not None:
             held = self._held_files_with_new_deletes(positional, set(fresh), end_plan)
             if held:
@@ -227,14 +256,16 @@ class ChangeReader:
         return rows, keys
 
     def _held_files_with_new_deletes(self, positional: Sequence[_Entry], fresh: Set[str], end_plan) -> List[str]:
-        """Older data files (held by the mirror) that new position deletes or deletion vectors point at."""
-        refs = {e.referenced for e in positional if e.referenced}
-        unknown = [e.path for e in positional if not e.referenced and not e.dv]
+        """Older data files (held by the mirror) that new position deletes or deletion vectors can
+        point at: the file a delete file references, else every file within the bounds of the data
+        file paths it holds (a superset is safe: unchanged files show no deleted key). No delete
+        file is read."""
+        held = {p for p in end_plan.paths() if p not in fresh}
+        found = {e.referenced for e in positional if e.referenced} & held
+        unknown = [e for e in positional if not e.referenced]
         if unknown:
-            frame = self.session.read.schema("file_path STRING, pos BIGINT").parquet(
-                *[escape_glob(p) for p in unknown]).select("file_path").distinct()
-            refs |= {r["file_path"] for r in frame.collect()}
-        return sorted(p for p in refs if p not in fresh and p in end_plan)
+            found |= {p for p in held if any(e.may_point_at(p) for e in unknown)}
+        return sorted(found)
 
     def _deleted_from_held(self, sets: TaskSets, iv: Interval, held: List[str], end_plan, cs: ChangeSet):
         """Keys whose rows in `held` files were visible at the interval's start and are not at its end."""
@@ -276,3 +307,11 @@ class ChangeReader:
         cs.files_read += len(tasks)
         cs.bytes_read += sum(int(t.file().fileSizeInBytes()) for t in tasks)
         return sets.read(tasks).select(KEY)
+
+
+def _file_ref(row) -> FileRef:
+    return FileRef(row["path"], str(row["format"]).upper(), int(row["size"] or 0), int(row["records"] or 0))
+
+
+def _bytes(value) -> Optional[bytes]:
+    return bytes(value) if value is not None else None

@@ -1,5 +1,4 @@
 """Spark side of a change set: resolve it per key, count its effect, merge it into the mirror."""
-import re
 from functools import reduce
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -10,12 +9,7 @@ ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key
 PART = "__olake_cow_part"  # which part of a change set a row came from: later parts win
 IS_DELETE = "__olake_cow_is_delete"  # a key with no visible row left in its part
 ORDER_COLUMNS = ("_cdc_timestamp", "_olake_timestamp")
-_GLOB = re.compile(r"([\\*?\[\]{}])")
 
-
-def escape_glob(path: str) -> str:
-    """Hadoop expands glob characters in read paths; table names may contain them."""
-    return _GLOB.sub(r"\\\1", path)
 
 
 def newest_order(columns: Sequence[str]) -> List[Any]:

@@ -83,6 +83,12 @@ class IcebergTables:
         text = self.jvm.org.apache.iceberg.TableMetadataParser.toJson(meta)
         return state_from_metadata(json.loads(text), str(meta.metadataFileLocation()))
 
+    def lists_by_prefix(self, namespace: str, table: str) -> bool:
+        """Whether the table's FileIO can list files under a prefix (SupportsPrefixOperations)."""
+        io = self.load(namespace, table).io()
+        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations")
+        return bool(kind.isInstance(io))
+
     def namespace_exists(self, namespace: str) -> bool:
         return bool(self.catalog.namespaceExists(self._namespace(namespace)))
 

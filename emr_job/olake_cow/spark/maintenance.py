@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 class Maintainer:
     """Runs the procedures on one table pair (Spark adapter)."""
 
-    def __init__(self, session, catalog: str) -> None:
-        self.session, self.catalog = session, catalog
+    def __init__(self, session, catalog: str, tables) -> None:
+        self.session, self.catalog, self.tables = session, catalog, tables
 
     def _call(self, proc: str, args: Dict[str, str]) -> List[Dict[str, Any]]:
         text = ", ".join(f"{k} => {v}" for k, v in args.items())
@@ -79,9 +79,12 @@ class Maintainer:
         out.files_folded += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
 
     def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
-        rows = self._call("remove_orphan_files", {"table": self._table_arg(ns, table),
-                                                  "older_than": timestamp_literal(older_than_ms),
-                                                  "dry_run": "true" if dry_run else "false"})
+        args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms),
+                "dry_run": "true" if dry_run else "false"}
+        if self.tables.lists_by_prefix(ns, table):
+            # List through the table's FileIO (S3FileIO, S3 Tables, vended credentials), not Hadoop.
+            args["prefix_listing"] = "true"
+        rows = self._call("remove_orphan_files", args)
         out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
 
 
@@ -89,7 +92,7 @@ def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_n
              m: MaintenanceOptions, changes: "ChangeSource", fmt: MirrorFormat, source: TableState,
              mirror: TableState, say: Callable[..., None]) -> Dict[str, Any]:
     """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
-    out, worker = MaintenanceResult(), Maintainer(session, catalog)
+    out, worker = MaintenanceResult(), Maintainer(session, catalog, tables)
     now_ms = int(time.time() * 1000)
     if m.expire_source_hours is not None:
         cutoff, note = source_cutoff(now_ms, m.expire_source_hours, changes.expiry_floor(source, mirror))

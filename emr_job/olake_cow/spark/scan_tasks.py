@@ -8,7 +8,8 @@ py4j calls cost ~0.3 ms each, so a plan's file paths are read in one call (the t
 and checked file by file only for the tasks picked; any doubt falls back to one call per task.
 """
 import uuid
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 _TASK_PREFIX = "BaseFileScanTask{file="
 _TASK_NEXT = ", partition_data="
@@ -49,6 +50,9 @@ class Plan:
     def __len__(self) -> int:
         return len(self.index)
 
+    def paths(self) -> List[str]:
+        return list(self.index)
+
     def task(self, path: str):
         task = self.tasks.get(self.index[path])
         actual = str(task.file().location())
@@ -58,6 +62,16 @@ class Plan:
 
     def pick(self, paths: Iterable[str]) -> List[Any]:
         return [self.task(p) for p in paths if p in self.index]
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file of the table, as its metadata describes it."""
+
+    path: str
+    file_format: str  # PARQUET, ORC, AVRO
+    size: int
+    records: int
 
 
 class TaskSets:
@@ -89,6 +103,25 @@ class TaskSets:
         return jvm.org.apache.iceberg.BaseFileScanTask(
             task.file(), deletes, jvm.org.apache.iceberg.SchemaParser.toJson(task.schema()),
             jvm.org.apache.iceberg.PartitionSpecParser.toJson(task.spec()), residual)
+
+    def file_tasks(self, files: Sequence[FileRef]) -> List[Any]:
+        """Scan tasks that read chosen files of the table through Iceberg's own reader and the
+        table's FileIO (S3FileIO, vended credentials, ...), never a Hadoop path: each file is
+        described as an unpartitioned data file. For files whose columns carry the table's field
+        ids, such as equality-delete files (read them projected to their columns)."""
+        jvm = self.jvm
+        iceberg = jvm.org.apache.iceberg
+        spec = iceberg.PartitionSpec.unpartitioned()
+        schema_json = iceberg.SchemaParser.toJson(self.table.schema())
+        spec_json = iceberg.PartitionSpecParser.toJson(spec)
+        residual = iceberg.expressions.ResidualEvaluator.unpartitioned(iceberg.expressions.Expressions.alwaysTrue())
+        no_deletes = self.session.sparkContext._gateway.new_array(iceberg.DeleteFile, 0)
+        tasks = []
+        for f in files:
+            data = (iceberg.DataFiles.builder(spec).withPath(f.path).withFormat(f.file_format)
+                    .withFileSizeInBytes(int(f.size)).withRecordCount(int(f.records)).build())
+            tasks.append(iceberg.BaseFileScanTask(data, no_deletes, schema_json, spec_json, residual))
+        return tasks
 
     def read(self, tasks: List[Any]):
         """A DataFrame of the tasks' rows (the table's current schema), deletes applied. The tasks
