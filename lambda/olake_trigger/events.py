@@ -17,9 +17,9 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
 from olake_cow.core.errors import OlakeCowError
-from olake_cow.core.identifiers import validate_name
+from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
 from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
-from olake_cow.core.modes import SourceMode, parse_format, parse_mode
+from olake_cow.core.modes import parse_format, parse_mode
 
 from .decide import AllTables, PendingTables, Tables, TableSelection
 from .settings import Settings
@@ -84,9 +84,9 @@ Event = Union[Commit, Ignored, RunRequest, JobStateChange]
 
 def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
     ev = _classify(event, settings, warehouse, request_id)
-    if isinstance(ev, RunRequest) and settings.source_mode == SourceMode.READONLY:
-        # A readonly deployment has no write access to OLake's tables: source expiry is left out.
-        ev = replace(ev, maintenance=replace(ev.maintenance, expire_source_hours=None))
+    if isinstance(ev, RunRequest) and ev.trigger == "schedule" and settings.source_expiry_hours is not None:
+        # Source expiry writes OLake's tables: only the stack parameter SourceExpiryHours asks for it.
+        ev = replace(ev, maintenance=replace(ev.maintenance, expire_source_hours=settings.source_expiry_hours))
     return ev
 
 
@@ -219,9 +219,31 @@ def _mirror_format(payload: Mapping[str, Any]) -> Optional[str]:
     return fmt.value if fmt else None
 
 
+SOURCE_EXPIRY_REFUSED = (
+    "'maintenance.expire_source_hours' is not accepted in a request: source expiry writes OLake's tables "
+    "(commits to them and deletes the files of expired snapshots). Ask for it with the stack parameter "
+    "SourceExpiryHours (environment SOURCE_EXPIRY_HOURS), which the periodic runs then apply")
+
+
 def _maintenance(payload: Mapping[str, Any]) -> MaintenanceOptions:
+    value = payload.get("maintenance")
+    if isinstance(value, Mapping) and value.get("expire_source_hours") is not None:
+        raise EventError(SOURCE_EXPIRY_REFUSED)
     try:
-        return options_from_payload(payload.get("maintenance"))
+        return options_from_payload(value)
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
+
+
+def check_catalog_names(ev: RunRequest, catalog_type: str) -> None:
+    """EventError when the catalog cannot hold a requested namespace or table (or its mirror), found
+    before a run is started and billed."""
+    try:
+        for namespace, tables in ev.targets:
+            check_for_catalog(catalog_type, "namespace", namespace)
+            check_for_catalog(catalog_type, "namespace", namespace + MIRROR_SUFFIX)
+            for table in tables.names if isinstance(tables, Tables) else ():
+                check_for_catalog(catalog_type, "table", table, MIRROR_SUFFIX)
     except OlakeCowError as exc:
         raise EventError(str(exc)) from None
 

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from olake_cow.core.errors import ConfigError
+from olake_cow.core.maintenance import MAX_HOURS
 from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
 _S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
@@ -28,6 +29,8 @@ class Settings:
     lease_margin_min: int = 30
     delete_mode: str = "keep"
     source_mode: Optional[SourceMode] = None  # None: each mirror keeps its own; new mirrors readonly
+    # Periodic runs expire source snapshots older than this; None: never (it writes OLake's tables)
+    source_expiry_hours: Optional[float] = None
     mirror_format: Optional[MirrorFormat] = None  # None: each mirror keeps its own; new mirrors cow
     parallelism: int = 4
     iceberg_jar: str = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
@@ -101,6 +104,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
         delete_mode=delete_mode,
         source_mode=source_mode,
+        source_expiry_hours=_hours(env, "SOURCE_EXPIRY_HOURS"),
         mirror_format=mirror_format,
         parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
@@ -136,6 +140,14 @@ def _number(env: Mapping[str, str], name: str, default: Any, minimum: Any, kind:
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
     return int(_number(env, name, default, minimum, int, "an integer"))
+
+
+def _hours(env: Mapping[str, str], name: str) -> Optional[float]:
+    """A number of hours, None when unset or 0 (off)."""
+    value = float(_number(env, name, 0.0, 0, float, "a number of hours"))
+    if value > MAX_HOURS or value != value:
+        raise ConfigError(f"{name} must be a number of hours from 0 to {MAX_HOURS}, got {value}")
+    return value or None
 
 
 def _price(env: Mapping[str, str], name: str, default: float) -> float:

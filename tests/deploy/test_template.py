@@ -234,9 +234,51 @@ def test_the_periodic_schedule_input_is_a_valid_schedule_payload():
     env = {"OLAKE_SECRET_ID": "s", "STATE_TABLE": "t", "EMR_APPLICATION_ID": "a", "EMR_EXECUTION_ROLE_ARN": "r",
            "JOB_ENTRY_POINT": "s3://bkt/m.py", "JOB_PY_FILES": "s3://bkt/c.zip", "SUMMARY_S3_URI": "s3://bkt/s",
            "SOURCE_NAMESPACES": "sales,crm"}
+    env["SOURCE_EXPIRY_HOURS"] = str(t["Parameters"]["SourceExpiryHours"]["Default"])
     ev = classify(json.loads(text), from_env(env), "s3://bkt/wh", "req")
     assert isinstance(ev, RunRequest) and [ns for ns, _ in ev.targets] == ["sales", "crm"]
-    assert ev.maintenance.expire_source_hours == 168 and ev.maintenance.compact_files
+    # by default the periodic runs maintain mirrors only: nothing writes OLake's tables
+    assert ev.maintenance.expire_source_hours is None and ev.maintenance.compact_files
+
+
+def _condition(template, name, params):
+    """A template condition evaluated for the given parameter values (defaults for the rest)."""
+    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    values.update({k: str(v) for k, v in params.items()})
+
+    def ev(node):
+        if isinstance(node, dict):
+            (fn, arg), = node.items()
+            if fn == "Ref":
+                return values[arg]
+            if fn == "Condition":
+                return ev(template["Conditions"][arg])
+            if fn == "Fn::Equals":
+                return str(ev(arg[0])) == str(ev(arg[1]))
+            if fn == "Fn::Not":
+                return not ev(arg[0])
+            if fn == "Fn::Or":
+                return any(ev(a) for a in arg)
+            if fn == "Fn::And":
+                return all(ev(a) for a in arg)
+            raise AssertionError(f"condition function {fn} not handled")
+        return node
+
+    return ev(template["Conditions"][name])
+
+
+@pytest.mark.parametrize("params, writes", [
+    ({}, False),  # the defaults
+    ({"SourceMode": "readonly", "SourceExpiryHours": 0}, False),
+    ({"SourceMode": "readonly", "SourceExpiryHours": 168}, True),
+    ({"SourceMode": "truncate"}, True),
+    ({"SourceMode": ""}, True),
+])
+def test_the_job_may_write_olakes_tables_only_in_truncate_mode_or_when_source_expiry_is_asked_for(params, writes):
+    t = load_template()
+    assert t["Parameters"]["SourceMode"]["Default"] == "readonly"
+    assert "expire_source" not in t["Parameters"]["ScheduleMaintenance"]["Default"]
+    assert _condition(t, "WritesSource", params) is writes
 
 
 def _resolve(value, conditions):
@@ -255,7 +297,7 @@ def _resolve(value, conditions):
 def test_a_readonly_deployment_gives_the_job_no_write_access_to_olakes_tables(readonly):
     role = load_template()["Resources"]["JobRole"]
     doc = _resolve(role["Properties"]["Policies"][0]["PolicyDocument"],
-                   {"SourceReadOnly": readonly, "HasWarehousePrefix": True})
+                   {"WritesSource": not readonly, "HasWarehousePrefix": True})
     writes = [st for st in doc["Statement"] if {"s3:PutObject", "s3:DeleteObject"} & set(st["Action"])
               and any("WarehouseBucket" in t for t in _strings(st["Resource"]))]
     [write] = writes

@@ -209,7 +209,7 @@ def test_force_skips_the_idle_check(aws):
 
 
 PERIODIC = {"trigger": "schedule", "namespaces": ["sales"],
-            "maintenance": {"expire_source_hours": 168, "compact_files": True, "rewrite_manifests": True}}
+            "maintenance": {"compact_files": True, "rewrite_manifests": True}}
 
 
 def test_a_periodic_run_with_nothing_new_and_no_maintenance_due_starts_nothing(aws, capsys):
@@ -226,6 +226,7 @@ def test_maintenance_that_is_due_starts_a_run_for_it(aws):
     aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
     # a month later: the source has snapshots older than its retention (up to the merged boundary)
     aws.now = max(s["timestamp-ms"] for s in fixture("source_after_job.metadata.json")["snapshots"]) / 1000 + 30 * 86400
+    aws.apply_env(SOURCE_EXPIRY_HOURS="168")  # the stack asks for source expiry (it writes OLake's tables)
     out = aws.invoke({**PERIODIC, "window": "w2"})
     assert out["status"] == "started", out
     [run] = aws.job_runs()
@@ -279,10 +280,13 @@ def test_a_missing_secret_says_which(aws):
     ({"trigger": "cron"}, "unknown trigger 'cron'"),
     ([1, 2], "must be a JSON object"),
     ({"namespace": "sales", "maintenance": {"expire_hours": 1}}, "'maintenance' has unknown key(s) expire_hours"),
-    ({"namespace": "sales", "maintenance": {"expire_source_hours": "1d"}},
-     "'maintenance.expire_source_hours' must be a number of hours"),
+    ({"namespace": "sales", "maintenance": {"expire_mirror_hours": "1d"}},
+     "'maintenance.expire_mirror_hours' must be a number of hours"),
     ({"namespace": "sales", "maintenance": {"expire_mirror_hours": -2}},
-     "'maintenance.expire_mirror_hours' must be a number of hours >= 0"),
+     "'maintenance.expire_mirror_hours' must be a number of hours from 0 to"),
+    ({"namespace": "Sales"}, "namespace name 'Sales' cannot be used with a glue catalog"),
+    ({"namespace": "sales-db"}, "namespace name 'sales-db' cannot be used with a glue catalog"),
+    ({"namespace": "sales", "tables": ["Orders"]}, "table name 'Orders' cannot be used with a glue catalog"),
     ({"namespace": "sales", "maintenance": {"orphans_dry_run": True}},
      "'maintenance.orphans_dry_run' needs 'maintenance.remove_orphans_hours'"),
     ({"namespace": "sales", "maintenance": {"only": True}}, "'maintenance.only' needs at least one"),
@@ -405,13 +409,28 @@ def test_bad_mode_or_keys_in_a_payload_are_named(aws, event, why):
     assert aws.job_runs() == []
 
 
-def test_a_readonly_deployment_leaves_source_expiry_out_of_maintenance(aws):
-    aws.apply_env(SOURCE_MODE="readonly")
-    out = aws.invoke({"namespace": "sales", "maintenance": {"expire_source_hours": 24, "expire_mirror_hours": 24}})
-    assert out["status"] == "started", out
+@pytest.mark.parametrize("event", [
+    {"namespace": "sales", "maintenance": {"expire_source_hours": 24, "expire_mirror_hours": 24}},
+    {"trigger": "schedule", "namespaces": ["sales"], "maintenance": {"expire_source_hours": 168}},
+])
+def test_source_expiry_in_a_request_is_refused_because_it_writes_olakes_tables(aws, event):
+    with pytest.raises(EventError, match="source expiry writes OLake's tables"):
+        aws.invoke(event)
+    assert aws.job_runs() == []
+
+
+def test_only_the_stacks_source_expiry_setting_makes_periodic_runs_expire_source_snapshots(aws):
+    out = aws.invoke({**PERIODIC, "window": "w1", "force": True})
     [run] = aws.job_runs()
-    assert "--expire-source-older-than" not in args_of(run)
-    assert arg(run, "--expire-mirror-older-than") == "24" and arg(run, "--source-mode") == "readonly"
+    assert out["status"] == "started" and "--expire-source-older-than" not in args_of(run)
+    aws.apply_env(SOURCE_EXPIRY_HOURS="72")
+    aws.invoke({**PERIODIC, "window": "w2", "force": True})
+    aws.invoke({"namespace": "sales", "force": True, "maintenance": {"compact_files": True}})
+    periodic, direct = [r for r in aws.job_runs() if r["jobRunId"] != run["jobRunId"]]
+    if "--expire-source-older-than" not in args_of(periodic):
+        periodic, direct = direct, periodic
+    assert arg(periodic, "--expire-source-older-than") == "72"
+    assert "--expire-source-older-than" not in args_of(direct)  # an on-demand run never does
 
 
 def test_a_runs_end_publishes_what_emr_billed_and_its_estimated_cost(aws, capsys):
