@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from . import __version__
 from .core.config import DestinationConfig, parse_destination, redact
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
-from .core.identifiers import validate_name
+from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
 from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
@@ -160,6 +160,10 @@ def check_summary_out(target: Optional[str]) -> None:
     """Before Spark starts: a summary the run could not write is bad input, not a failed run."""
     if not target:
         return
+    scheme = target.split("://", 1)[0] if "://" in target else ""
+    if scheme and scheme != "s3":
+        raise ConfigError(f"--summary-out {target!r}: write s3://bucket/path/summary.json or a local path "
+                          f"({scheme}:// is not supported)")
     if target.startswith("s3://"):
         bucket, _, key = target[len("s3://"):].partition("/")
         if not bucket or not key or key.endswith("/"):
@@ -187,8 +191,9 @@ class RunSettings:
 
 
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
-    src = validate_name("source namespace", args.source_namespace)
-    cow = validate_name("cow namespace", args.cow_namespace or f"{src}_cow")
+    kind = cfg.catalog_type
+    src = check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace))
+    cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", args.cow_namespace or f"{src}_cow"))
     if cow == src:
         raise ConfigError("--cow-namespace must differ from --source-namespace")
     base = args.cow_base_location.rstrip("/") if args.cow_base_location else None
@@ -211,7 +216,10 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
         if not tables:
             raise ConfigError("--tables is empty")
         for t in tables:
-            validate_name("table", t)
+            check_for_catalog(kind, "table", validate_name("table", t), MIRROR_SUFFIX)
+        twice = sorted({t for t in tables if tables.count(t) > 1})
+        if twice:
+            raise ConfigError(f"--tables names {', '.join(repr(t) for t in twice)} more than once")
     if args.parallelism < 1:
         raise ConfigError("--parallelism must be at least 1")
     if args.target_file_size_mb is not None and args.target_file_size_mb < 1:

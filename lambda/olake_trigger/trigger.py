@@ -27,7 +27,7 @@ from .decide import (
     lease_until,
     pending_entry,
 )
-from .events import Commit, Ignored, JobStateChange, RunRequest, classify
+from .events import Commit, Ignored, JobStateChange, RunRequest, check_catalog_names, classify
 from .freshness import freshness_for, is_truncate_boundary, read_json_s3
 from .metrics import Point, Prices, billed_points, summary_points
 from .settings import Settings
@@ -84,6 +84,7 @@ class Trigger:
         assert cfg is not None
         if isinstance(ev, Commit):
             return self.on_commit(ev, cfg)
+        check_catalog_names(ev, cfg.catalog_type)
         results = [self.on_request(ev, ns, tables, cfg) for ns, tables in ev.targets]
         return results[0] if len(results) == 1 else _result(TriggerStatus.MULTIPLE, results=results)
 

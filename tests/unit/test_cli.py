@@ -44,7 +44,16 @@ CASES = {
     "summary-out-no-bucket": (HADOOP, ["--summary-out", "s3://"], "must name an object: s3://bucket/path"),
     "upgrade-without-dv": (HADOOP, ["--upgrade-mirror"], "--upgrade-mirror needs --mirror-format dv"),
     "fold-ratio-out-of-range": (HADOOP, ["--fold-ratio", "2"], "--fold-ratio must be a fraction"),
-    "hours-negative": (HADOOP, ["--expire-source-older-than", "-1"], "must be a number of hours >= 0"),
+    "hours-negative": (HADOOP, ["--expire-source-older-than", "-1"], "must be a number of hours from 0 to"),
+    "hours-infinite": (HADOOP, ["--expire-mirror-older-than", "inf"], "must be a number of hours from 0 to"),
+    "config-unknown-key": (writer(catalog_typ="jdbc", iceberg_s3_path="/w"), [],
+                           "unknown key writer.catalog_typ in the destination config; "
+                           "did you mean writer.catalog_type?"),
+    "config-utf16-without-bom": (json.dumps(HADOOP).encode("utf-16-le"), [], "looks like UTF-16 without a byte-order"),
+    "namespace-uppercase-in-glue": (GLUE, ["--source-namespace", "Sales"], "Glue names are lowercase letters, digits"),
+    "namespace-dash-in-glue": (GLUE, ["--source-namespace", "sales-db"], "Glue names are lowercase letters, digits"),
+    "tables-twice": (HADOOP, ["--tables", "a,a"], "--tables names 'a' more than once"),
+    "summary-out-other-scheme": (HADOOP, ["--summary-out", "s3a://b/run.json"], "s3a:// is not supported"),
     "orphans-dry-run-alone": (HADOOP, ["--orphans-dry-run"], "--orphans-dry-run needs --remove-orphans-older-than"),
     "maintenance-only-alone": (HADOOP, ["--maintenance-only"], "--maintenance-only needs at least one maintenance"),
     "choice-unknown": (HADOOP, ["--source-mode", "sometimes"], "invalid choice: 'sometimes'"),
@@ -70,16 +79,23 @@ def test_bad_input_exits_2_before_spark_and_names_the_problem(case, tmp_path, ca
     for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setattr("olake_cow.spark.session.build_session", spark_must_not_start)
     config, extra, message = CASES[case]
     if config is None:
         source = []
     else:
         path = tmp_path / "destination.json"
-        if config != "missing":
+        if isinstance(config, bytes):
+            path.write_bytes(config)
+        elif config != "missing":
             path.write_text(config if isinstance(config, str) else json.dumps(config))
         source = ["--destination-details", str(path)]
     assert run_cli([*source, "--source-namespace", "sales", "--quiet", *extra]) == Exit.BAD_INPUT
     assert message in capsys.readouterr().err
+
+
+def spark_must_not_start(*args, **kwargs):
+    raise AssertionError("bad input reached Spark")
 
 
 def run_cli(args):

@@ -1,5 +1,6 @@
 """Destination-config rules shared by the job and the trigger."""
 import json
+import re
 
 import pytest
 
@@ -36,9 +37,44 @@ def test_invalid_configs_name_the_problem(text, message):
         parse_destination(text)
 
 
-def test_bare_writer_object_and_unknown_keys_are_accepted():
-    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "bucket/wh/", "x_new": 1})
+def test_a_bare_writer_object_is_accepted():
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "bucket/wh/"})
     assert (cfg.catalog_type, cfg.catalog_name, cfg.warehouse) == ("glue", "olake_iceberg", "s3://bucket/wh")
+
+
+@pytest.mark.parametrize("config, why", [
+    ({"catalog_typ": "jdbc", "iceberg_s3_path": "/w"}, "unknown key writer.catalog_typ in the destination config; "
+                                                       "did you mean writer.catalog_type?"),
+    ({"catalog_type": "glue", "iceberg_s3_path": "s3://b", "glue_regoin": "eu-west-1"},
+     "did you mean writer.glue_region?"),
+    ({"catalog_type": "glue", "iceberg_s3_path": "s3://b", "x_new": 1}, "unknown key writer.x_new in the destination "
+                                                                        "config; the keys are: arrow_writes,"),
+])
+def test_an_unknown_writer_key_is_an_error_that_names_the_nearest_key(config, why):
+    with pytest.raises(ConfigError, match=re.escape(why)):
+        parse_destination({"type": "ICEBERG", "writer": config})
+
+
+def test_an_unknown_key_beside_the_writer_is_an_error():
+    with pytest.raises(ConfigError, match=re.escape("unknown key tpye in the destination config; did you mean type?")):
+        parse_destination({"tpye": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://b"}})
+
+
+GOOD = {"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "iceberg_s3_path": "/w"}}
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+def test_a_config_saved_with_a_byte_order_mark_is_read(encoding):
+    assert parse_destination(json.dumps(GOOD).encode(encoding)).warehouse == "/w"
+
+
+@pytest.mark.parametrize("raw, why", [
+    (json.dumps(GOOD).encode("utf-16-le"), "looks like UTF-16 without a byte-order mark"),
+    (b'{"type": "ICEBERG", "writer": {"catalog_type": "\xe9"}}', "is not UTF-8 text (invalid byte 0xe9 at offset 48)"),
+])
+def test_a_config_in_another_encoding_is_named(raw, why):
+    with pytest.raises(ConfigError, match=re.escape(why)):
+        parse_destination(raw)
 
 
 @pytest.mark.parametrize("alias", ["rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake"])

@@ -3,6 +3,7 @@
 Pure Python (3.9+), no Spark and no boto3: the job and the trigger Lambda share this one
 implementation of the rules. Keys follow OLake's writer config (see README, "Destination config").
 """
+import difflib
 import json
 import os
 import re
@@ -39,6 +40,10 @@ _REQUIRED = {
     "hive": ("hive_uri",),
     "rest": ("rest_catalog_url",),
 }
+_INT_KEYS = ("hive_clients",)
+# Every key a writer object may hold: OLake's documented writer keys, and jdbc_driver_jar (ours).
+WRITER_KEYS = tuple(sorted(set(_STRING_KEYS + _BOOL_KEYS + _INT_KEYS)))
+WRAPPER_KEYS = ("type", "writer")
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JDBC_DRIVER_DIR = "/usr/share/java"
 _JDBC_DRIVERS = {"postgresql": "postgresql.jar", "sqlite": "sqlite-jdbc.jar"}
@@ -75,8 +80,9 @@ def parse_destination(source: Any) -> DestinationConfig:
     Accepts `{"type": "ICEBERG", "writer": {...}}` or the bare writer object.
     """
     if isinstance(source, (bytes, bytearray)):
-        source = source.decode("utf-8", errors="replace")
+        source = decode_text(bytes(source))
     if isinstance(source, str):
+        source = source.lstrip("\ufeff")  # a byte-order mark left by an editor
         try:
             source = json.loads(source)
         except ValueError as exc:
@@ -87,6 +93,7 @@ def parse_destination(source: Any) -> DestinationConfig:
         raise ConfigError(f"destination config must be a JSON object, got {type(source).__name__}")
     writer: Any = source
     if "writer" in source or "type" in source:
+        _refuse_unknown(source, WRAPPER_KEYS, "")
         kind = source.get("type")
         if kind is not None and str(kind).upper() != "ICEBERG":
             raise ConfigError(f"destination type must be ICEBERG, got {kind!r}")
@@ -98,7 +105,38 @@ def parse_destination(source: Any) -> DestinationConfig:
     return _validate_writer(writer)
 
 
+def decode_text(raw: bytes) -> str:
+    """The text of a config file: UTF-8 (with or without a byte-order mark) or UTF-16/32 with one;
+    ConfigError naming the encoding problem otherwise."""
+    for bom, codec in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                       (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if raw.startswith(bom):
+            try:
+                return raw.decode(codec)
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"destination config starts with a {codec} byte-order mark but is not "
+                                  f"valid {codec} (byte {exc.start})") from None
+    if b"\x00" in raw[:64]:
+        raise ConfigError("destination config is not UTF-8 text (it looks like UTF-16 without a byte-order "
+                          "mark): save it as UTF-8")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"destination config is not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at "
+                          f"offset {exc.start}): save it as UTF-8") from None
+
+
+def _refuse_unknown(obj: Mapping[str, Any], known: Tuple[str, ...], prefix: str) -> None:
+    """ConfigError for the first key of `obj` that is not in `known`, naming the nearest known key
+    (a typo must not silently fall back to a default, such as catalog_typ to glue)."""
+    for key in sorted(str(k) for k in obj if k not in known):
+        near = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+        hint = f"did you mean {prefix}{near[0]}?" if near else f"the keys are: {', '.join(known)}"
+        raise ConfigError(f"unknown key {prefix}{key} in the destination config; {hint}")
+
+
 def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
+    _refuse_unknown(writer, WRITER_KEYS, "writer.")
     for key in _STRING_KEYS:
         if key in writer and writer[key] is not None and not isinstance(writer[key], str):
             raise ConfigError(f"writer.{key} must be a string, got {type(writer[key]).__name__}")
@@ -107,7 +145,7 @@ def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
             value = writer[key]
             if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
                 raise ConfigError(f"writer.{key} must be true or false, got {value!r}")
-    if "hive_clients" in writer and not _is_int(writer["hive_clients"]):
+    if "hive_clients" in writer and writer["hive_clients"] is not None and not _is_int(writer["hive_clients"]):
         raise ConfigError(f"writer.hive_clients must be an integer, got {writer['hive_clients']!r}")
 
     raw_type = (writer.get("catalog_type") or "glue").strip().lower()

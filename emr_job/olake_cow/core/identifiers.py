@@ -1,4 +1,5 @@
 """Quoting and validation of catalog, namespace and table names."""
+import re
 import unicodedata
 
 from .errors import InvalidNameError
@@ -28,3 +29,29 @@ def qualified(catalog: str, namespace: str, table: str) -> str:
 
 def sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# Names the catalog itself refuses, checked before anything starts (a job on EMR is billed for the
+# minutes it takes to find out). Glue: Iceberg's GlueCatalog (IcebergToGlueConverter) accepts
+# lowercase letters, digits and underscores, up to 252 characters for a database and 255 for a
+# table; a Hive metastore keeps identifiers of up to 128 such characters. OLake writes lowercase names.
+_CATALOG_RULES = {"glue": ("Glue", 252, 255), "hive": ("a Hive metastore", 128, 128)}
+_LOWER_NAME = re.compile(r"^[a-z0-9_]+$")
+MIRROR_SUFFIX = "_cow"
+
+
+def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "") -> str:
+    """InvalidNameError when the catalog cannot hold `name` (or `name + suffix`, the mirror's name):
+    `kind` is "namespace" or "table"."""
+    rule = _CATALOG_RULES.get(catalog_type)
+    if rule is None:
+        return name
+    who, ns_max, table_max = rule
+    limit = ns_max if kind.endswith("namespace") else table_max
+    if not _LOWER_NAME.match(name):
+        raise InvalidNameError(f"{kind} name {name!r} cannot be used with a {catalog_type} catalog: {who} names are "
+                               "lowercase letters, digits and underscores (OLake writes such names)")
+    if len(name + suffix) > limit:
+        what = f"{name + suffix!r} (the mirror's name)" if suffix else repr(name)
+        raise InvalidNameError(f"{kind} name {what} is longer than the {limit} characters {who} allows")
+    return name

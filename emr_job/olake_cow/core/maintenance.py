@@ -14,6 +14,7 @@ from .errors import ConfigError
 from .snapshots import Snapshot, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
+MAX_HOURS = 1_000_000  # over a century: longer retentions overflow timestamps (inf, 1e300)
 
 
 def timestamp_literal(epoch_ms: int) -> str:
@@ -53,8 +54,8 @@ class MaintenanceOptions:
         n = names or _FLAGS
         for key in ("expire_source_hours", "expire_mirror_hours", "remove_orphans_hours"):
             value = getattr(self, key)
-            if value is not None and not value >= 0:
-                raise ConfigError(f"{n[key]} must be a number of hours >= 0, got {value}")
+            if value is not None and not 0 <= value <= MAX_HOURS:
+                raise ConfigError(f"{n[key]} must be a number of hours from 0 to {MAX_HOURS}, got {value}")
         if self.fold_ratio is not None and not 0 < self.fold_ratio <= 1:
             raise ConfigError(f"{n['fold_ratio']} must be a fraction of a file's rows, above 0 and at most 1, "
                               f"got {self.fold_ratio}")

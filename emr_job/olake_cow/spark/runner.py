@@ -8,9 +8,10 @@ from typing import Callable, List, Optional
 
 from ..core.config import DestinationConfig, redact
 from ..core.errors import OlakeCowError
+from ..core.identifiers import MIRROR_SUFFIX
 from ..core.options import JobOptions
 from ..core.summary import TableResult
-from .table_job import MIRROR_SUFFIX, TableJob
+from .table_job import TableJob
 
 log = logging.getLogger("olake_cow")
 

@@ -14,7 +14,7 @@ from ..core.changesource import ChangeSource, for_mode
 from ..core.checkpoint import Marker, find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
-from ..core.identifiers import qualified
+from ..core.identifiers import MIRROR_SUFFIX, qualified
 from ..core.modes import DEFAULT_MIRROR_FORMAT, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.snapshots import Summary, TableState
@@ -28,7 +28,6 @@ from .session import table_session
 
 log = logging.getLogger("olake_cow")
 MAX_STEPS = 10_000
-MIRROR_SUFFIX = "_cow"
 
 
 class _Clock:
