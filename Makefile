@@ -6,22 +6,31 @@ STAMP := $(VENV)/.installed
 DEPLOY_VENV ?= .venv-deploy
 DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
+AWS_JARS := $(VENV)/aws-jars/.installed
+STACK ?= olake-cow
+export STACK
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
-.PHONY: help setup deploy-tools check-template secret bucket-events deploy run-now destroy demo test test-fast lint \
-	typecheck bench soak clean
+.PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy demo test test-fast \
+	lint typecheck bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): requirements-dev.txt
-	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
 	@touch $(STAMP)
 
-setup: $(STAMP) ## create .venv with the pinned toolchain
+# AWS SDK v2 jars for Iceberg's GlueCatalog and S3FileIO in local runs and tests (EMR has its own).
+$(AWS_JARS): scripts/aws_jars.py | $(STAMP)
+	$(BIN)/python scripts/aws_jars.py $(VENV)/aws-jars
+
+setup: $(STAMP) $(AWS_JARS) ## create .venv with the pinned toolchain (no Java needed to create it)
+
+java: ## check that Java 17 is there (Spark needs it; `make test` installs it as root)
+	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
 
 $(DEPLOY_STAMP): requirements-deploy.txt
 	$(PY) -m venv $(DEPLOY_VENV)
@@ -46,31 +55,32 @@ bucket-events: $(DEPLOY_STAMP) ## once per bucket: S3 -> EventBridge notificatio
 deploy: $(DEPLOY_STAMP) ## package the job, build and deploy the stack (README, Deploy); no Java or pyspark needed
 	PY=$(DEPLOY_PY) SAM=$(DEPLOY_VENV)/bin/sam bash infra/deploy.sh
 
-run-now: $(DEPLOY_STAMP) ## start a mirror run through the deployed trigger and wait (NAMESPACE=sales RUN_ARGS="--force")
+run-now: $(DEPLOY_STAMP) ## start a run through the deployed trigger and wait (STACK=olake-cow NAMESPACE=sales RUN_ARGS="--force")
 	@[ -n "$(NAMESPACE)" ] || { echo "make run-now: set NAMESPACE=<source namespace>" >&2; exit 2; }
-	$(DEPLOY_PY) infra/run_now.py --namespace "$(NAMESPACE)" $(RUN_ARGS)
+	$(DEPLOY_PY) infra/run_now.py --stack "$(STACK)" --namespace "$(NAMESPACE)" $(RUN_ARGS)
 
-destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (DESTROY_ARGS="--remove-artifacts --yes")
-	$(DEPLOY_PY) infra/destroy.py --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
+destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (STACK=olake-cow DESTROY_ARGS="--remove-artifacts --yes")
+	$(DEPLOY_PY) infra/destroy.py --stack "$(STACK)" --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
 
-demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse
+demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
+	bash scripts/system-deps.sh java
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, PostgreSQL); installs Debian deps as root
+test: $(STAMP) $(AWS_JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash scripts/system-deps.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS)
 
-test-fast: $(STAMP) ## unit and moto tests only (no JVM)
+test-fast: $(STAMP) ## unit and moto tests only (no JVM, no Java needed)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
-bench: $(STAMP) ## benchmark; writes docs/bench.json, docs/bench.png, docs/BENCHMARKS.md (BENCH_ARGS="--quick")
+bench: $(STAMP) java ## benchmark; writes docs/bench.json, docs/bench.png, docs/BENCHMARKS.md (BENCH_ARGS="--quick")
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
 soak: $(STAMP) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
 	bash scripts/system-deps.sh
 	$(BIN)/python scripts/soak.py $(SOAK_ARGS)
 
-lint: $(STAMP) ## ruff
+lint: $(STAMP) ## ruff (no Java needed)
 	$(BIN)/ruff check emr_job lambda infra testkit tests demo scripts
 
 typecheck: $(STAMP) ## mypy on the job and trigger packages

@@ -8,6 +8,7 @@ Region, first found: --region, AWS_REGION, AWS_DEFAULT_REGION, the region of the
 """
 import argparse
 import os
+import re
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -28,6 +29,20 @@ def region(explicit: Optional[str] = None) -> str:
         value = boto3.session.Session().region_name  # the profile's region
     if not value:
         raise SetupError(NO_REGION)
+    return value
+
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def bucket_name(value: str, what: str = "BUCKET") -> str:
+    """`value` as an S3 bucket name; SetupError that says what to write instead (a URI, a path)."""
+    if "://" in value or "/" in value.strip("/"):
+        bucket = value.split("://", 1)[-1].split("/", 1)[0]
+        raise SetupError(f"{what} must be a bucket name, not a URI or path: use {bucket!r}, not {value!r} "
+                         "(a key prefix goes in WAREHOUSE_PREFIX)")
+    if not _BUCKET.match(value):
+        raise SetupError(f"{what} {value!r} is not an S3 bucket name (3-63 lowercase letters, digits, dots, hyphens)")
     return value
 
 

@@ -26,6 +26,10 @@ PYTHON=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
 export PYTHON
 REGION=$($PY infra/awsenv.py region) || exit 2
 
+echo "==> checking the settings (region $REGION)"
+$PY infra/preflight.py --region "$REGION" --warehouse-bucket "$WAREHOUSE_BUCKET" \
+  --warehouse-prefix "${WAREHOUSE_PREFIX:-}" --artifacts-bucket "$ARTIFACTS_BUCKET" --secret-arn "$SECRET_ARN" \
+  --namespaces "$NAMESPACES" || exit 2
 echo "==> packaging the job (region $REGION)"
 VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
 echo "    code version $VERSION"

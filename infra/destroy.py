@@ -1,5 +1,6 @@
 """Removes an olake-cow deployment: the stack (`sam delete`) and the trigger's pending debounce
-schedules. OLake's tables are never touched. What the stack does not own stays unless asked for:
+schedules (in the stack's own schedule group, <stack>-debounce, so another stack's are never
+touched). OLake's tables are never touched. What the stack does not own stays unless asked for:
 
   --remove-artifacts       the job's code, run summaries and job logs under s3://<ArtifactsBucket>/<ArtifactsPrefix>/
   --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and their data in S3
@@ -10,7 +11,7 @@ Removing data needs --yes. The stack's parameters (buckets, namespaces, secret) 
 is deleted; with --skip-stack (the stack is gone already) give them as options.
 
     python infra/destroy.py [--stack olake-cow] [--region R] [--remove-mirrors --yes] ...
-    make destroy [DESTROY_ARGS="--remove-artifacts --yes"]   (the same, from the deploy environment)
+    make destroy STACK=olake-cow [DESTROY_ARGS="--remove-artifacts --yes"]   (the same, from the deploy environment)
 
 Exit codes: 0 removed, 2 a missing --yes, an unknown stack, or an AWS error (one line says what).
 """
@@ -22,7 +23,10 @@ from typing import Dict, List, Optional
 
 import awsenv
 
-SCHEDULE_PREFIX = "olake-cow-"  # the trigger's debounce schedules (lambda/olake_trigger/debounce.py)
+
+def schedule_group(stack: str) -> str:
+    """The stack's debounce schedule group (template.yaml, DebounceSchedules)."""
+    return f"{stack}-debounce"
 
 
 def stack_parameters(cfn, stack: str) -> Dict[str, str]:
@@ -32,10 +36,18 @@ def stack_parameters(cfn, stack: str) -> Dict[str, str]:
             for p in found.get("Parameters", [])}
 
 
-def delete_schedules(scheduler, group: str = "default") -> List[str]:
+def delete_schedules(scheduler, group: str) -> List[str]:
+    """Delete the schedules of one schedule group (none when the group is gone)."""
+    from botocore.exceptions import ClientError
+
     names = []
-    for page in scheduler.get_paginator("list_schedules").paginate(GroupName=group, NamePrefix=SCHEDULE_PREFIX):
-        names += [s["Name"] for s in page.get("Schedules", [])]
+    try:
+        for page in scheduler.get_paginator("list_schedules").paginate(GroupName=group):
+            names += [s["Name"] for s in page.get("Schedules", [])]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return []
+        raise
     for name in names:
         scheduler.delete_schedule(Name=name, GroupName=group)
     return names
@@ -113,6 +125,9 @@ def _destroy(args: argparse.Namespace) -> int:
     params: Dict[str, str] = {}
     if not args.skip_stack:
         params = stack_parameters(session.client("cloudformation"), args.stack)
+    gone = delete_schedules(session.client("scheduler"), schedule_group(args.stack))
+    print(f"==> {len(gone)} pending debounce schedule(s) of stack {args.stack} deleted")
+    if not args.skip_stack:
         print(f"==> deleting stack {args.stack} in {region}", flush=True)
         done = subprocess.run([args.sam, "delete", "--stack-name", args.stack, "--region", region, "--no-prompts"])
         if done.returncode != 0:
@@ -122,8 +137,6 @@ def _destroy(args: argparse.Namespace) -> int:
     namespaces = [n.strip() for n in (args.namespaces or params.get("SourceNamespaces", "")).split(",") if n.strip()]
     secret = args.secret or params.get("DestinationSecretArn")
     bucket = args.bucket or params.get("WarehouseBucket")
-    gone = delete_schedules(session.client("scheduler"))
-    print(f"==> {len(gone)} pending debounce schedule(s) deleted")
     if args.remove_artifacts:
         if not artifacts:
             raise awsenv.SetupError("--remove-artifacts: the artifacts location is unknown; pass --artifacts")

@@ -47,6 +47,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
 
     def apply() -> int:
+        awsenv.bucket_name(args.bucket)
         s3 = awsenv.session(args.region).client("s3")
         changed = (disable if args.disable else enable)(s3, args.bucket)
         state = "off" if args.disable else "on"

@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 import awsenv
 
-from olake_cow.core.config import parse_destination
+from olake_cow.core.config import decode_text, parse_destination
 from olake_cow.core.errors import ConfigError
 
 
@@ -43,8 +43,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
-        with open(args.file, encoding="utf-8") as f:
-            text = f.read()
+        with open(args.file, "rb") as f:
+            text = decode_text(f.read())  # UTF-8, or UTF-16/32 with a byte-order mark
         parse_destination(text)
     except OSError as exc:
         print(f"put_destination_secret: cannot read --file {args.file}: {exc.strerror}", file=sys.stderr)

@@ -123,9 +123,11 @@ def test_the_readme_deploy_steps_run_from_a_clean_clone(clone, env, moto_url):
     assert not os.path.exists(clone / ".venv")  # nothing created the development environment
     assert not os.path.exists(os.path.join(env["HOME"], "used")), open(os.path.join(env["HOME"], "used")).read()
 
-    # 4. run_now against a stack that is not there: one line that says so
-    code, out = make(clone, env, "run-now", "NAMESPACE=sales")
-    assert code == 2 and "Traceback" not in out, out
+    # 4. run_now against a stack that is not there: one line that says so, naming the stack asked for
+    code, out = make(clone, env, "run-now", "NAMESPACE=sales", "STACK=olake-cow-dev")
+    assert code == 2 and "Traceback" not in out and "stack 'olake-cow-dev' does not exist" in out, out
+    code, out = make(clone, env, "destroy", "STACK=olake-cow-dev")
+    assert code == 2 and "stack 'olake-cow-dev' does not exist" in out, out
 
     # 5. teardown of what the stack does not own (the stack itself is not in moto)
     code, out = make(clone, env, "destroy", "DESTROY_ARGS=--skip-stack --remove-artifacts --remove-secret "
@@ -153,6 +155,34 @@ def test_a_missing_setting_or_an_aws_error_is_one_line_that_says_what_to_fix(clo
     code, out = make(clone, env, *args, **extra)
     assert code == 2, out
     assert why in out and "Traceback" not in out, out
+
+
+def test_make_deploy_checks_the_secret_and_the_warehouse_before_anything_is_uploaded(clone, env, moto_url):
+    s3 = client("s3", moto_url)
+    if "lake2" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+        s3.create_bucket(Bucket="lake2", CreateBucketConfiguration={"LocationConstraint": REGION})
+    here = client("secretsmanager", moto_url)
+    elsewhere = boto3.client("secretsmanager", region_name="us-east-2", endpoint_url=moto_url,
+                             aws_access_key_id="testing", aws_secret_access_key="testing")
+    body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake2/wh"}})
+    arn_here = here.create_secret(Name="preflight/here", SecretString=body)["ARN"]
+    arn_elsewhere = elsewhere.create_secret(Name="preflight/there", SecretString=body)["ARN"]
+    missing = arn_here.replace("preflight/here", "preflight/none")
+    base = {"WAREHOUSE_BUCKET": "lake2", "WAREHOUSE_PREFIX": "wh", "NAMESPACES": "sales", "DEPLOY_DRY_RUN": "1"}
+    cases = [
+        ({"SECRET_ARN": arn_elsewhere}, "SECRET_ARN is in us-east-2 but the stack deploys to eu-west-1"),
+        ({"SECRET_ARN": missing}, "does not exist in eu-west-1"),
+        ({"SECRET_ARN": arn_here, "WAREHOUSE_PREFIX": "other"}, "writer.iceberg_s3_path is s3://lake2/wh but "
+                                                               "WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name s3://lake2/other"),
+        ({"SECRET_ARN": arn_here, "WAREHOUSE_BUCKET": "s3://lake2/wh"}, "WAREHOUSE_BUCKET must be a bucket name"),
+        ({"SECRET_ARN": arn_here, "NAMESPACES": "Sales"}, "namespace name 'Sales' cannot be used with a glue"),
+    ]
+    for extra, why in cases:
+        code, out = make(clone, env, "deploy", **{**base, **extra})
+        assert code == 2 and why in out and "Traceback" not in out, (extra, out)
+        assert "packaging the job" not in out  # refused before anything was uploaded
+    code, out = make(clone, env, "bucket-events", "BUCKET=s3://lake2/wh")
+    assert code == 2 and "must be a bucket name, not a URI or path: use 'lake2'" in out, out
 
 
 def test_every_infra_script_has_a_complete_help():

@@ -94,3 +94,21 @@ def test_run_now_waits_and_prints_the_summary(aws_env):
     lines.clear()
     assert run_now.wait_and_report(emr, s3, app, job, "s3://art/s.json", echo=lines.append) == 0
     assert any(line.startswith("orders") and " 5 " in line for line in lines), lines
+
+
+def test_destroy_removes_only_its_own_stacks_debounce_schedules(aws_env):
+    import destroy
+
+    scheduler = boto3.client("scheduler")
+    target = {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:f", "RoleArn": "arn:aws:iam::123456789012:role/r"}
+    for group in ("prod-debounce", "dev-debounce"):
+        scheduler.create_schedule_group(Name=group)
+        for ns in ("sales", "crm"):
+            scheduler.create_schedule(Name=f"olake-cow-{ns}", GroupName=group, Target=target,
+                                      ScheduleExpression="at(2030-01-01T00:00:00)", FlexibleTimeWindow={"Mode": "OFF"})
+    assert sorted(destroy.delete_schedules(scheduler, destroy.schedule_group("dev"))) == ["olake-cow-crm",
+                                                                                         "olake-cow-sales"]
+    left = {g: [s["Name"] for s in scheduler.list_schedules(GroupName=g)["Schedules"]]
+            for g in ("prod-debounce", "dev-debounce")}
+    assert sorted(left["prod-debounce"]) == ["olake-cow-crm", "olake-cow-sales"] and left["dev-debounce"] == []
+    assert destroy.delete_schedules(scheduler, "gone-debounce") == []
