@@ -86,7 +86,9 @@ class IcebergTables:
     def lists_by_prefix(self, namespace: str, table: str) -> bool:
         """Whether the table's FileIO can list files under a prefix (SupportsPrefixOperations)."""
         io = self.load(namespace, table).io()
-        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations")
+        # Through the FileIO's own class loader: Iceberg's jar is not on the system class path.
+        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
+                                                io.getClass().getClassLoader())
         return bool(kind.isInstance(io))
 
     def namespace_exists(self, namespace: str) -> bool:

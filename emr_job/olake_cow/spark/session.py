@@ -6,7 +6,8 @@ configuration), so they appear in no environment dump, event log or `spark.logCo
 import glob
 import importlib.util
 import os
-from typing import Dict, Mapping, Optional
+import sys
+from typing import Dict, List, Mapping, Optional
 
 from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
@@ -26,6 +27,18 @@ def local_iceberg_jar() -> str:
     if not jars:
         raise ConfigError(f"no iceberg-spark-runtime-3.5_2.12 jar under {root}/jars")
     return jars[-1]
+
+
+def local_aws_jars() -> List[str]:
+    """The AWS SDK v2 jars Iceberg's GlueCatalog and S3FileIO need in local runs (on EMR they come
+    with the release): OLAKE_COW_AWS_JARS, else <python environment>/aws-jars (make setup puts them
+    there, scripts/aws_jars.py). Empty when not installed."""
+    folder = os.environ.get("OLAKE_COW_AWS_JARS") or os.path.join(sys.prefix, "aws-jars")
+    return sorted(glob.glob(os.path.join(folder, "*.jar")))
+
+
+def _needs_aws(cfg: DestinationConfig, public: Mapping[str, str]) -> bool:
+    return cfg.catalog_type == "glue" or public.get("io-impl", "").endswith("S3FileIO")
 
 
 def under_spark_submit() -> bool:
@@ -63,11 +76,17 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
             "spark.driver.memory": os.environ.get("OLAKE_COW_DRIVER_MEMORY", "2g"),
             "spark.sql.session.timeZone": "UTC",
         })
+    classpath = [driver] if local and driver else []  # DriverManager only sees drivers on the system class path
+    if local and _needs_aws(cfg, public):
+        aws = local_aws_jars()
+        if not aws:
+            raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs the AWS SDK v2 jars in local runs: "
+                              "run make setup (scripts/aws_jars.py) or set OLAKE_COW_AWS_JARS to a folder of them")
+        classpath += aws  # on the system class path too: the SDK finds its HTTP clients by ServiceLoader
     if jars:
         conf["spark.jars"] = ",".join(jars)
-        if local and driver:
-            # DriverManager only sees drivers on the system class path.
-            conf["spark.driver.extraClassPath"] = driver
+    if classpath:
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(classpath)
     for key, value in (extra or {}).items():
         conf[key] = value
     return conf
