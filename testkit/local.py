@@ -7,6 +7,7 @@ from olake_cow.core.config import DestinationConfig, parse_destination
 from olake_cow.spark.session import build_session, table_session
 
 from .model import diff, normalized
+from .readers import READERS, pyiceberg_rows  # noqa: F401 - pyiceberg_rows: the demo's and tests' reader
 
 
 def hadoop_destination(warehouse: str, catalog: str = "olake_iceberg") -> Dict[str, Any]:
@@ -38,14 +39,6 @@ def read_rows(session, table_q: str, snapshot: Optional[int] = None) -> List[Dic
     return [r.asDict() for r in session.sql(sql).collect()]
 
 
-def pyiceberg_rows(metadata_location: str) -> List[Dict[str, Any]]:
-    """Read a table the way engines without equality-delete support do (raises on them)."""
-    from pyiceberg.table import StaticTable
-
-    table = StaticTable.from_metadata(metadata_location)
-    return table.scan().to_arrow().to_pylist()
-
-
 def fresh_state(tables, namespace: str, table: str):
     """A table's current state, bypassing the catalog's cache of loaded tables (others commit)."""
     tables.catalog.invalidateTable(tables.ident(namespace, table))
@@ -53,10 +46,12 @@ def fresh_state(tables, namespace: str, table: str):
 
 
 def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[str, Any]],
-                    fmt: str = "cow") -> Tuple[int, List[str]]:
-    """Compare a mirror's current snapshot, read by Spark and by pyiceberg, with the expected rows
-    over the mirror's columns; a cow mirror may hold no delete file, a dv mirror only deletion
-    vectors. Returns (rows compared, problems found)."""
+                    fmt: str = "cow", engines: Optional[Sequence[str]] = None,
+                    io: Optional[Dict[str, str]] = None) -> Tuple[int, List[str]]:
+    """Compare a mirror's current snapshot, read by Spark and by each independent reader
+    (testkit.readers: pyiceberg, DuckDB, iceberg-rust), with the expected rows over the mirror's
+    columns; a cow mirror may hold no delete file, a dv mirror only deletion vectors. Returns (rows
+    compared, problems found)."""
     from olake_cow.core.audit import forbidden_deletes
     from olake_cow.core.modes import MirrorFormat
 
@@ -66,9 +61,15 @@ def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[s
     forbidden = forbidden_deletes(snap, MirrorFormat(fmt)) if snap is not None else []
     problems = [f"the mirror has delete files it must not hold ({', '.join(forbidden)})"] if forbidden else []
     compared = 0
-    for engine, rows in (("spark", read_rows(session, table_q, state.current_id)),
-                         ("pyiceberg", pyiceberg_rows(state.metadata_location))):
-        actual = normalized(rows, cols)
+    reads = [("spark", lambda: read_rows(session, table_q, state.current_id))]
+    reads += [(name, lambda name=name: READERS[name](state.metadata_location, io))
+              for name in (READERS if engines is None else engines)]
+    for engine, read in reads:
+        try:
+            actual = normalized(read(), cols)
+        except Exception as exc:  # noqa: BLE001 - a reader that cannot read the mirror is a finding
+            problems.append(f"{engine}: cannot read the mirror: {type(exc).__name__}: {str(exc)[:300]}")
+            continue
         compared += len(actual)
         if actual != expected:
             problems.append(f"{engine}: {diff(actual, expected)}")

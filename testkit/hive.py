@@ -1,0 +1,84 @@
+"""A throw-away Hive metastore (Thrift) for the hive catalog, run from the jars pyspark already ships
+(hive-metastore 2.3.9, Derby, DataNucleus): no download, no Docker. Derby keeps its database in a
+temporary folder; the schema is created on first use."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Optional
+
+SITE = """<?xml version="1.0"?>
+<configuration>
+  <property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:derby:;databaseName={db};create=true</value></property>
+  <property><name>javax.jdo.option.ConnectionDriverName</name><value>org.apache.derby.jdbc.EmbeddedDriver</value></property>
+  <property><name>datanucleus.schema.autoCreateAll</name><value>true</value></property>
+  <property><name>hive.metastore.schema.verification</name><value>false</value></property>
+  <property><name>hive.async.log.enabled</name><value>false</value></property>
+  <property><name>hive.metastore.warehouse.dir</name><value>file://{warehouse}</value></property>
+</configuration>
+"""
+
+
+def pyspark_jars() -> str:
+    import pyspark
+
+    return os.path.join(os.path.dirname(pyspark.__file__), "jars")
+
+
+def available() -> str:
+    """'' when a metastore can be started here, else why not."""
+    if shutil.which("java") is None:
+        return "java not found"
+    if not any(n.startswith("hive-metastore-") for n in os.listdir(pyspark_jars())):
+        return "pyspark ships no hive-metastore jar"
+    return ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HiveMetastore:
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="olake-cow-hms-")
+        self.port = free_port()
+        self.proc: Optional[subprocess.Popen] = None
+
+    def start(self, timeout_s: float = 120) -> "HiveMetastore":
+        conf = os.path.join(self.dir, "conf")
+        os.makedirs(conf)
+        with open(os.path.join(conf, "hive-site.xml"), "w", encoding="utf-8") as f:
+            f.write(SITE.format(db=os.path.join(self.dir, "metastore_db"), warehouse=os.path.join(self.dir, "wh")))
+        log = open(os.path.join(self.dir, "metastore.log"), "wb")
+        classpath = os.pathsep.join([conf, os.path.join(pyspark_jars(), "*")])
+        self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath,
+                                      "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port)],
+                                     stdout=log, stderr=log, cwd=self.dir, start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the Hive metastore exited ({self.proc.returncode}); see {log.name}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the Hive metastore did not listen on {self.port} within {timeout_s} s")
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
