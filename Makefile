@@ -8,6 +8,7 @@ DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 AWS_JARS := $(VENV)/aws-jars/.installed
 STACK ?= olake-cow
+TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
@@ -68,7 +69,7 @@ demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse;
 
 test: $(STAMP) $(AWS_JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash scripts/system-deps.sh
-	$(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## unit and moto tests only (no JVM, no Java needed)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)

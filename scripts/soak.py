@@ -2,15 +2,16 @@
 server, with job runs (the real command line, in a subprocess) killed by SIGKILL at random
 moments, runs while the writer keeps committing (it never stops on its own: the run must end by
 itself), runs with mirror maintenance, and another tool rewriting the source's files now and then.
-Each source mode (readonly, truncate) gets its own namespace and the same plan.
+Each variant (a source mode and a mirror format: readonly or truncate, cow or dv) gets its own
+namespace and the same plan.
 
 After every completed run each mirror is compared with the resolved source at the source snapshot
-the mirror holds, computed independently by the writer's model (testkit/model.py) and read back
-both by Spark and by pyiceberg (which refuses delete files). Prints the figures and writes them as
-JSON. Exit 0 only with 0 mismatches and 0 failed runs.
+the mirror holds, computed independently by the writer's model (testkit/model.py) and read back by
+Spark, pyiceberg (which refuses equality deletes), DuckDB and iceberg-rust. Prints the figures and
+writes them as JSON. Exit 0 only with 0 mismatches and 0 failed runs.
 
-    .venv/bin/python scripts/soak.py                      # the CI setting (a few minutes per mode)
-    .venv/bin/python scripts/soak.py --kills 56 --concurrent 21 --out docs/soak.json
+    .venv/bin/python scripts/soak.py --variants readonly:dv,truncate:cow   # what CI runs (minutes each)
+    .venv/bin/python scripts/soak.py --kills 26 --concurrent 10 --out docs/soak.json   # all four variants
 """
 import argparse
 import json
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
@@ -52,8 +53,20 @@ KILL_MOMENTS = {
                           Publish: "merge staged, not published", Advance: "checkpointed (maintenance or exit)",
                           Done: "checkpointed (maintenance or exit)"},
 }
-MODES = {"readonly": [SourceMode.READONLY], "truncate": [SourceMode.TRUNCATE],
-         "both": [SourceMode.READONLY, SourceMode.TRUNCATE]}
+ALL_VARIANTS = "readonly:cow,truncate:cow,readonly:dv,truncate:dv"
+
+
+def variants(text: str) -> List[Tuple[SourceMode, str]]:
+    """'readonly:dv,truncate:cow' -> [(readonly, dv), (truncate, cow)]; argparse error on anything else."""
+    out = []
+    for item in [v.strip() for v in text.split(",") if v.strip()]:
+        mode, _, fmt = item.partition(":")
+        if mode not in ("readonly", "truncate") or fmt not in ("cow", "dv"):
+            raise argparse.ArgumentTypeError(f"{item!r} is not <readonly|truncate>:<cow|dv>")
+        out.append((SourceMode(mode), fmt))
+    if not out:
+        raise argparse.ArgumentTypeError("no variant given")
+    return out
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -68,8 +81,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--change-fraction", type=float, default=0.05, help="keys touched per batch (default 0.05)")
     p.add_argument("--maintenance-every", type=int, default=3,
                    help="every Nth quiet completed run also maintains the tables (default 3; 0 = never)")
-    p.add_argument("--source-mode", choices=sorted(MODES), default="both",
-                   help="which source modes to soak, one after the other (default both)")
+    p.add_argument("--variants", type=variants, default=variants(ALL_VARIANTS), metavar="MODE:FORMAT,...",
+                   help=f"source mode and mirror format of each soak, one after the other (default {ALL_VARIANTS})")
     p.add_argument("--rewrite-chance", type=float, default=0.15,
                    help="chance per action that another tool rewrites a source table's files (default 0.15)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
@@ -79,15 +92,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 class Soak:
-    def __init__(self, args: argparse.Namespace, work: str, server: "pg.PostgresServer", mode: SourceMode) -> None:
-        self.args, self.work, self.mode = args, work, mode
+    def __init__(self, args: argparse.Namespace, work: str, server: "pg.PostgresServer", mode: SourceMode,
+                 fmt: str) -> None:
+        self.args, self.work, self.mode, self.fmt = args, work, mode, fmt
         self.rng = random.Random(args.seed)
-        self.ns = f"soak_{args.seed}_{mode.value}"
+        self.ns = f"soak_{args.seed}_{mode.value}_{fmt}"
         self.cow_ns = self.ns + "_cow"
         dest = {"type": "ICEBERG", "writer": {
             "catalog_type": "jdbc", "catalog_name": "soak", "jdbc_url": server.jdbc_url,
             "jdbc_username": "iceberg", "jdbc_password": "soak-Secret-1",
-            "iceberg_s3_path": os.path.join(work, "warehouse")}}
+            "iceberg_s3_path": "file://" + os.path.join(work, "warehouse")}}
         self.dest_path = write_destination(os.path.join(work, "destination.json"), dest)
         root, cfg = local_session(dest)
         self.writer = OlakeWriter(writer_session(root, cfg), "soak", self.ns)
@@ -104,7 +118,7 @@ class Soak:
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
             "kill_after_seconds": [], "failures": [], "source_mode": mode.value, "source_rewrites": 0,
-            "concurrent_run_seconds": [],
+            "concurrent_run_seconds": [], "mirror_format": fmt,
             "killed_at": {label: 0 for label in dict.fromkeys(KILL_MOMENTS[mode].values())}}
         self.quiet_runs = 0
 
@@ -179,7 +193,8 @@ class Soak:
     def command(self, summary: str, maintenance: bool) -> List[str]:
         cmd = [sys.executable, os.path.join(ROOT, "emr_job", "main.py"), "--destination-details", self.dest_path,
                "--source-namespace", self.ns, "--quiet", "--parallelism", "2", "--summary-out", summary,
-               "--source-mode", self.mode.value, "--spark-conf", "spark.sql.shuffle.partitions=2"]
+               "--source-mode", self.mode.value, "--mirror-format", self.fmt,
+               "--spark-conf", "spark.sql.shuffle.partitions=2"]
         return cmd + (MAINTENANCE if maintenance else [])
 
     def launch(self, maintenance: bool) -> subprocess.Popen:
@@ -298,7 +313,7 @@ class Soak:
                 self._failure(f"{t}: the mirror holds source snapshot {held}, which follows no known writer commit")
                 continue
             compared, problems = mirror_problems(self.reader, qualified("soak", self.cow_ns, f"{t}_cow"), mirror,
-                                                 expected_rows)
+                                                 expected_rows, self.fmt)
             self.figures["rows_checked"] += compared
             for problem in problems:
                 self.figures["mismatches"] += 1
@@ -342,7 +357,7 @@ class Soak:
                 if self.rng.random() < 0.25 or i == len(plan) or plan[i] != "kill":
                     self.completed_run()
             f = self.figures
-            print(f"[{self.mode.value} {i}/{len(plan)}] {action:<10} completed={f['runs_completed']} "
+            print(f"[{self.mode.value}:{self.fmt} {i}/{len(plan)}] {action:<10} completed={f['runs_completed']} "
                   f"killed={f['runs_killed']} "
                   f"concurrent_commits={f['concurrent_commits']} rows_checked={f['rows_checked']} "
                   f"mismatches={f['mismatches']} failed={f['failed_runs']} "
@@ -361,7 +376,7 @@ def _spread(values: List[float]) -> str:
 def report(f: Dict[str, Any]) -> str:
     runs = f["run_seconds"]
     return "\n".join([
-        f"soak figures, {f['source_mode']} mode",
+        f"soak figures, {f['source_mode']} mode, {f['mirror_format']} mirror",
         f"  seed                        {f['seed']}",
         f"  tables x rows               {f['tables']} x {f['rows']}",
         f"  OLake commits               {f['commits']} (schema changes {f['schema_changes']})",
@@ -372,7 +387,8 @@ def report(f: Dict[str, Any]) -> str:
         f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
         f"during them; each run {_spread(f['concurrent_run_seconds']).replace(' after start', '')})",
         f"  source rewrites (other tool) {f['source_rewrites']}",
-        f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared, Spark and pyiceberg)",
+        f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared: Spark, pyiceberg, DuckDB, "
+        "iceberg-rust)",
         f"  mismatches                  {f['mismatches']}",
         f"  failed runs                 {f['failed_runs']}",
         f"  run time median / max       {statistics.median(runs) if runs else 0:.1f} s / {max(runs or [0]):.1f} s",
@@ -392,8 +408,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     server = pg.PostgresServer().start()
     results = {}
     try:
-        for mode in MODES[args.source_mode]:
-            results[mode.value] = Soak(args, work, server, mode).run()
+        for mode, fmt in args.variants:
+            results[f"{mode.value}:{fmt}"] = Soak(args, work, server, mode, fmt).run()
     finally:
         server.stop()
     command = "scripts/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])

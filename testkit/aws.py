@@ -116,14 +116,15 @@ class Account:
         bucket, _, key = uri[len("s3://"):].partition("/")
         self.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary))
 
-    def glue_table(self, database: str, table: str, meta: str):
-        """A Glue Iceberg table whose current metadata is the named fixture."""
+    def glue_table(self, database: str, table: str, meta):
+        """A Glue Iceberg table whose current metadata is the named fixture (or this metadata object)."""
         try:
             self.glue.create_database(DatabaseInput={"Name": database})
         except self.glue.exceptions.AlreadyExistsException:
             pass
         key = f"warehouse/{database}/{table}/metadata/{uuid.uuid4()}.metadata.json"
-        self.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(fixture(f"{meta}.metadata.json")))
+        body = fixture(f"{meta}.metadata.json") if isinstance(meta, str) else meta
+        self.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(body))
         table_input = {"Name": table, "TableType": "EXTERNAL_TABLE",
                        "Parameters": {"table_type": "ICEBERG", "metadata_location": f"s3://{BUCKET}/{key}"}}
         try:

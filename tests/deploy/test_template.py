@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-import yaml
+from testkit.template import load_template
 
 pytestmark = pytest.mark.deploy
 
@@ -21,31 +21,6 @@ UNSCOPABLE = {
     "xray:PutTelemetryRecords": "*",
     "logs:DescribeLogGroups": "log-group:*",  # a list call; EMR Serverless checks the job log group exists
 }
-
-
-class _CfnLoader(yaml.SafeLoader):
-    pass
-
-
-def _tag(loader, suffix, node):
-    name = "Fn::GetAtt" if suffix == "GetAtt" else ("Ref" if suffix == "Ref" else f"Fn::{suffix}")
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
-
-
-def load_template(path=TEMPLATE):
-    with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=_CfnLoader)
 
 
 def _strings(value):

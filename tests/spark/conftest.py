@@ -1,9 +1,16 @@
-"""One local Spark session per test run; lakes on a hadoop catalog and on a JDBC catalog backed
-by a real PostgreSQL server (started here)."""
+"""One local Spark session per test run, and lakes to run the job on.
+
+Which fixture a test takes says what its behaviour depends on:
+  lake          the merge itself: every source mode x every mirror format, on one catalog (a merge
+                does not depend on the catalog)
+  rlake, tlake  behaviour of one source mode (readonly, truncate), in both mirror formats
+  catalog_lake  what the catalog does (namespaces, listing, drop and recreate, commits, names): the
+                Hadoop and the JDBC (PostgreSQL) catalog; Glue + S3 and Hive have their own modules
+Warehouses are file:// URIs, as on object stores: every reader (iceberg-rust included) needs a scheme."""
 import itertools
 import os
 import uuid
-from typing import Optional
+from typing import Dict, Optional
 
 import pytest
 from testkit import pg
@@ -13,10 +20,11 @@ from testkit.olake_writer import OlakeWriter
 from olake_cow.cli import main as job_main
 from olake_cow.core.identifiers import qualified
 from olake_cow.spark.iceberg import IcebergTables
-from olake_cow.spark.session import local_iceberg_jar
+from olake_cow.spark.session import local_aws_jars, local_iceberg_jar
 
 _ns = itertools.count(1)
 HADOOP, JDBC = "hcat", "pgcat"
+MODES, FORMATS = ("readonly", "truncate"), ("cow", "dv")
 
 
 @pytest.fixture(scope="session")
@@ -31,33 +39,46 @@ def postgres():
     server.stop()
 
 
+def file_uri(path: str) -> str:
+    return "file://" + os.path.abspath(path)
+
+
 @pytest.fixture(scope="session")
 def destinations(tmp_root, postgres):
     return {
         "hadoop": {"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "catalog_name": HADOOP,
-                                                 "iceberg_s3_path": os.path.join(tmp_root, "hwh")}},
+                                                 "iceberg_s3_path": file_uri(os.path.join(tmp_root, "hwh"))}},
         "jdbc": {"type": "ICEBERG", "writer": {
             "catalog_type": "jdbc", "catalog_name": JDBC, "jdbc_url": postgres.jdbc_url,
             "jdbc_username": "iceberg", "jdbc_password": "pg-Secret-123",
-            "iceberg_s3_path": os.path.join(tmp_root, "jwh")}},
+            "iceberg_s3_path": file_uri(os.path.join(tmp_root, "jwh"))}},
     }
 
 
 @pytest.fixture(scope="session")
 def spark(destinations):
-    jars = ",".join([local_iceberg_jar(), pg.JDBC_JAR])
-    root, _ = local_session(destinations["hadoop"], {"spark.jars": jars,
-                                                     "spark.driver.extraClassPath": pg.JDBC_JAR})
+    """The session every test shares: Iceberg, the PostgreSQL driver, and the AWS SDK jars (Glue and
+    S3FileIO, for test_glue.py) on the driver's class path; Hive locks off (test_hive.py runs a
+    metastore on Derby, which has no lock support)."""
+    aws = local_aws_jars()
+    if not aws and os.environ.get("CI"):
+        pytest.fail("the AWS SDK jars are required in CI: make setup installs them (scripts/aws_jars.py)")
+    classpath = os.pathsep.join([pg.JDBC_JAR] + aws)
+    root, _ = local_session(destinations["hadoop"], {
+        "spark.jars": ",".join([local_iceberg_jar(), pg.JDBC_JAR]), "spark.driver.extraClassPath": classpath,
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false"})
     yield root
     root.stop()
 
 
 class Lake:
     """A fresh namespace in one catalog, an OLake-like writer, and the job's command line in one
-    source mode. In readonly mode every run also checks that it left the source untouched."""
+    source mode and mirror format. In readonly mode every run also checks that it left the source
+    untouched."""
 
-    def __init__(self, spark, destination, tmp_root, kind, mode="readonly", fmt="cow"):
-        self.kind, self.mode, self.fmt = kind, mode, fmt
+    def __init__(self, spark, destination, tmp_root, kind, mode="readonly", fmt="cow",
+                 io: Optional[Dict[str, str]] = None):
+        self.kind, self.mode, self.fmt, self.io = kind, mode, fmt, io
         self.dest = destination
         self.catalog = destination["writer"]["catalog_name"]
         # Unique across module copies and processes: the JDBC catalog outlives one test.
@@ -112,57 +133,47 @@ class Lake:
             return checkpoint.snapshot_id
         return self.source(table).snapshot(checkpoint.snapshot_id).parent_id
 
-    def assert_mirror_matches(self, table: str, mode: str = "keep", at: Optional[int] = None) -> None:
-        """Mirror (read by Spark and by pyiceberg) == resolved source from the independent model
-        (now, or right after source snapshot `at`)."""
+    def assert_mirror_matches(self, table: str, mode: str = "keep", at: Optional[int] = None, engines=None) -> None:
+        """Mirror == resolved source from the independent model (now, or right after source snapshot
+        `at`), read by Spark, pyiceberg, DuckDB and iceberg-rust (`engines`: a subset of the last three)."""
         expected = self.writer.model(table).expected(mode) if at is None else self.writer.expected_at(table, at, mode)
         assert expected is not None, f"source snapshot {at} was not made by the writer"
-        _, problems = mirror_problems(self.writer.spark, self.mirror_q(table), self.mirror(table), expected, self.fmt)
+        _, problems = mirror_problems(self.writer.spark, self.mirror_q(table), self.mirror(table), expected, self.fmt,
+                                      engines=engines, io=self.io)
         assert not problems, "\n".join(problems)
 
 
-MODES = ("readonly", "truncate")
+def _lake(request, spark, destinations, tmp_root, kind="hadoop", mode="readonly", fmt="cow"):
+    return Lake(spark, destinations[kind], tmp_root, kind, mode, fmt)
 
 
-@pytest.fixture(params=[(kind, mode) for kind in ("hadoop", "jdbc") for mode in MODES],
-                ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(params=[(m, f) for m in MODES for f in FORMATS], ids=lambda p: f"{p[0]}-{p[1]}")
 def lake(request, spark, destinations, tmp_root):
-    """Every catalog in every source mode."""
-    kind, mode = request.param
-    return Lake(spark, destinations[kind], tmp_root, kind, mode)
+    """Every source mode x every mirror format (Hadoop catalog): the merge's behaviour."""
+    return _lake(request, spark, destinations, tmp_root, mode=request.param[0], fmt=request.param[1])
 
 
-@pytest.fixture(params=MODES)
-def hlake(request, spark, destinations, tmp_root):
-    """Hadoop-catalog lake in each source mode (tests that need just one catalog)."""
-    return Lake(spark, destinations["hadoop"], tmp_root, "hadoop", request.param)
+@pytest.fixture(params=FORMATS)
+def rlake(request, spark, destinations, tmp_root):
+    """Readonly mode, each mirror format (readonly-only behaviour)."""
+    return _lake(request, spark, destinations, tmp_root, mode="readonly", fmt=request.param)
 
 
-@pytest.fixture(params=["hadoop", "jdbc"])
-def klake(request, spark, destinations, tmp_root):
-    """Each catalog, readonly mode (behaviour that does not depend on the source mode)."""
-    return Lake(spark, destinations[request.param], tmp_root, request.param, "readonly")
-
-
-@pytest.fixture(params=["hadoop", "jdbc"])
+@pytest.fixture(params=FORMATS)
 def tlake(request, spark, destinations, tmp_root):
-    """Each catalog, truncate mode (truncate-only behaviour)."""
-    return Lake(spark, destinations[request.param], tmp_root, request.param, "truncate")
+    """Truncate mode, each mirror format (truncate-only behaviour)."""
+    return _lake(request, spark, destinations, tmp_root, mode="truncate", fmt=request.param)
 
 
-@pytest.fixture
-def rlake(spark, destinations, tmp_root):
-    """Hadoop-catalog lake in readonly mode (readonly-only behaviour)."""
-    return Lake(spark, destinations["hadoop"], tmp_root, "hadoop", "readonly")
-
-
-@pytest.fixture(params=MODES)
-def dvlake(request, spark, destinations, tmp_root):
-    """Hadoop-catalog lake with a dv mirror (format version 3, deletion vectors), each source mode."""
-    return Lake(spark, destinations["hadoop"], tmp_root, "hadoop", request.param, "dv")
+@pytest.fixture(params=["hadoop", "jdbc"])
+def catalog_lake(request, spark, destinations, tmp_root):
+    """Each file-system and JDBC catalog, readonly cow (behaviour that depends on the catalog)."""
+    return _lake(request, spark, destinations, tmp_root, kind=request.param)
 
 
 @pytest.fixture
 def make_lake(spark, destinations, tmp_root):
     """Factory: a lake on a given destination dict (e.g. one with extra settings)."""
-    return lambda destination, kind, mode="readonly", fmt="cow": Lake(spark, destination, tmp_root, kind, mode, fmt)
+    return lambda destination, kind, mode="readonly", fmt="cow", io=None: Lake(spark, destination, tmp_root, kind,
+                                                                              mode, fmt, io)
+

@@ -1,7 +1,10 @@
-"""Behaviour of the job on real Iceberg tables, checked against the independent model."""
-import pytest
+"""The merge on real Spark + Iceberg, in every source mode and mirror format (the `lake` fixture),
+checked against the independent model and read by Spark, pyiceberg, DuckDB and iceberg-rust."""
+import datetime as dt
+import decimal
+import random
 
-from olake_cow.spark.iceberg import IcebergTables
+import pytest
 
 pytestmark = [pytest.mark.spark]
 
@@ -49,11 +52,11 @@ def test_mirror_drops_keys_deleted_without_tombstone(lake):
     assert not {"7", "8", "10"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
 
 
-def test_deletes_survive_another_tools_rewrite_that_drops_their_delete_files(hlake):
+def test_deletes_survive_another_tools_rewrite_that_drops_their_delete_files(lake):
     """Found by the CI soak: rewrite_data_files drops equality-delete files older than every data
     file left. In truncate mode those deletes target rows that are only in the mirror; they must
     still reach it."""
-    lake = hlake
+    lake = lake
     make(lake)
     assert lake.run() == 0
     for n in (2, 5, 8, 11):
@@ -96,10 +99,10 @@ def test_schema_changes_reach_the_mirror(lake):
     lake.assert_mirror_matches("t")
 
 
-def test_nested_schema_changes_reach_the_mirror(hlake):
+def test_nested_schema_changes_reach_the_mirror(lake):
     """Changes inside nested types that Iceberg allows: a field added to a struct, int -> long in a
     struct, a list element and a map value widened."""
-    lake = hlake
+    lake = lake
     lake.writer.create_table("n", [("v", "int"), ("st", "struct<a:int,b:string>"), ("arr", "array<int>"),
                                    ("mp", "map<string,float>")])
     lake.writer.backfill("n", [{"_olake_id": str(i), "v": i, "st": {"a": i, "b": f"b{i}"}, "arr": [i, i + 1],
@@ -117,11 +120,13 @@ def test_nested_schema_changes_reach_the_mirror(hlake):
     mirror = {f.name: f.dataType.simpleString() for f in lake.writer.spark.table(lake.mirror_q("n")).schema}
     assert mirror["st"] == "struct<a:bigint,b:string,c:string>"
     assert mirror["arr"] == "array<bigint>" and mirror["mp"] == "map<string,double>"
-    lake.assert_mirror_matches("n")
+    # iceberg-rust 0.11 cannot read a data file written before a field was added to a struct (any table,
+    # a plain Spark one too: "Incorrect number of arrays for StructArray fields"); a dv mirror keeps such files.
+    lake.assert_mirror_matches("n", engines=("pyiceberg", "duckdb"))
 
 
-def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(hlake):
-    lake = hlake
+def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(lake):
+    lake = lake
     lake.writer.create_table("p", [("v", "int"), ("region", "string")], partition_by=["bucket(4, _olake_id)"])
     lake.writer.backfill("p", [{"_olake_id": str(i), "v": i, "region": "eu" if i % 2 else "us"} for i in range(20)])
     assert lake.run() == 0
@@ -141,7 +146,7 @@ def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(hlake):
     lake.assert_mirror_matches("p")
 
 
-def test_mirror_keeps_the_source_partition_spec_and_copy_on_write(lake):
+def test_mirror_keeps_the_source_partition_spec_and_its_formats_write_mode(lake):
     lake.writer.create_table("p", [("v", "int"), ("region", "string")],
                              partition_by=["region", "bucket(4, _olake_id)"])
     lake.writer.backfill("p", [{"_olake_id": str(i), "v": i, "region": "eu" if i % 2 else "us"}
@@ -154,7 +159,8 @@ def test_mirror_keeps_the_source_partition_spec_and_copy_on_write(lake):
     tables = lake.tables
     assert tables.spec_string(lake.cow_ns, "p_cow") == tables.spec_string(lake.ns, "p")
     props = lake.mirror("p").properties
-    assert props["write.merge.mode"] == "copy-on-write"
+    assert props["write.merge.mode"] == ("copy-on-write" if lake.fmt == "cow" else "merge-on-read")
+    assert lake.mirror("p").format_version == (2 if lake.fmt == "cow" else 3)
     t = tables.load(lake.cow_ns, "p_cow")
     assert not t.sortOrder().isUnsorted()
 
@@ -169,17 +175,6 @@ def test_idle_run_commits_nothing(lake):
     assert before[0].current_id == after[0].current_id and len(before[0].snapshots) == len(after[0].snapshots)
     assert before[1].current_id == after[1].current_id and len(before[1].snapshots) == len(after[1].snapshots)
     assert before[1].metadata_location == after[1].metadata_location
-
-
-def test_several_tables_and_one_failure_does_not_stop_the_others(lake):
-    make(lake, "a")
-    make(lake, "b")
-    lake.writer.spark.sql(f"CREATE TABLE {lake.writer.q('not_olake')} (x int) USING iceberg")
-    lake.writer.spark.sql(f"INSERT INTO {lake.writer.q('not_olake')} VALUES (1)")
-    assert lake.run() == 1
-    lake.assert_mirror_matches("a")
-    lake.assert_mirror_matches("b")
-    assert lake.run("--tables", "a,b") == 0
 
 
 def test_recreated_source_rebuilds_the_mirror(lake):
@@ -204,16 +199,16 @@ def test_dry_run_commits_nothing(lake, capsys):
     assert lake.source_metadata() == before
 
 
-def test_checkpoint_found_in_a_long_history(hlake):
-    make(hlake)
-    for i in range(15):
-        hlake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 1000 + i}])
-        assert hlake.run() == 0
-    hlake.assert_mirror_matches("t")
-    assert len(hlake.mirror("t").snapshots) > 10
-    before = hlake.mirror("t").current_id
-    assert hlake.run() == 0
-    assert hlake.mirror("t").current_id == before
+def test_checkpoint_found_in_a_long_history(lake):
+    make(lake)
+    for i in range(7):
+        lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 1000 + i}])
+        assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert len(lake.mirror("t").snapshots) >= 7
+    before = lake.mirror("t").current_id
+    assert lake.run() == 0
+    assert lake.mirror("t").current_id == before
 
 
 def test_mirror_maintenance_keeps_the_checkpoint(lake):
@@ -221,7 +216,6 @@ def test_mirror_maintenance_keeps_the_checkpoint(lake):
     for i in range(3):
         lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 500 + i}])
         assert lake.run() == 0
-    mq = lake.mirror_q("t")
     cat = lake.catalog
     ident = f"{lake.cow_ns}.t_cow"
     lake.writer.spark.sql(f"CALL {cat}.system.rewrite_data_files(table => '{ident}', "
@@ -235,116 +229,81 @@ def test_mirror_maintenance_keeps_the_checkpoint(lake):
     lake.writer.commit("t", [{"_olake_id": "11", "_op_type": "u", "v": 11}], pure_deletes=["12"])
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
-    assert mq
 
 
-@pytest.mark.parametrize("name", ["we'ird", "back`tick", "dot.ted", "sp ace", "ünï-cödé", "x; DROP TABLE y"])
-def test_hostile_table_names_work(hlake, name):
-    make(hlake, name)
-    hlake.writer.commit(name, [{"_olake_id": "1", "_op_type": "u", "v": 9}], pure_deletes=["2"])
-    assert hlake.run("--tables", name) == 0
-    hlake.assert_mirror_matches(name)
-
-
-def test_pyiceberg_refuses_the_source_but_reads_the_mirror(hlake):
-    from testkit.local import pyiceberg_rows
-
-    make(hlake)
-    assert hlake.run() == 0
-    hlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 3}])
-    with pytest.raises(ValueError, match="equality deletes"):
-        pyiceberg_rows(hlake.source("t").metadata_location)
-    assert hlake.run() == 0
-    hlake.assert_mirror_matches("t")
-
-
-def test_missing_namespace_is_a_clear_error(rlake, capsys):
-    assert rlake.run("--tables", "nope") == 2  # a missing table is bad input
-    out = capsys.readouterr()
-    assert "does not exist" in out.out + out.err
-    assert rlake.run() == 2
-    assert "namespace" in capsys.readouterr().err
-
-
-def test_iceberg_tables_reads_state_without_spark_jobs(rlake):
-    make(rlake)
-    state = IcebergTables(rlake.writer.spark, rlake.catalog).state(rlake.ns, "t")
-    assert state.exists and state.current_id and state.uuid
-
-
-def test_no_secret_value_reaches_output_summary_or_launch_conf(spark, destinations, make_lake, tmp_root, capsys,
-                                                                caplog):
-    import copy
-    import json
-    import os
-
-    dest = copy.deepcopy(destinations["jdbc"])
-    secrets = {"jdbc_password": "pg-Secret-123", "aws_access_key": "AKIASECRETKEY0001",
-               "aws_secret_key": "wJalrSecretValue/abc", "aws_session_token": "SessTokenValue42"}
-    dest["writer"].update(secrets)
-    lake = make_lake(dest, "jdbc")
+def test_a_backlog_of_many_commits_is_merged_in_one_run(lake):
+    """Twelve OLake commits since the last run: keys updated in several of them, deleted then
+    written again, written then deleted, tombstoned then updated; one run merges them all."""
     make(lake)
-    summary_path = os.path.join(tmp_root, f"{lake.ns}-summary.json")
-    assert lake.run("--summary-out", summary_path) == 0
-    assert lake.run("--tables", "missing_table", "--summary-out", summary_path) == 2
-    out = capsys.readouterr()
-    with open(summary_path, encoding="utf-8") as f:
-        summary = f.read()
-    launch = json.dumps(dict(spark.sparkContext.getConf().getAll()))
-    logs = "\n".join(r.getMessage() for r in caplog.records)
-    for value in secrets.values():
-        for where, text in (("stdout", out.out), ("stderr", out.err), ("summary", summary),
-                            ("launch conf", launch), ("logs", logs)):
-            assert value not in text, f"secret leaked into {where}"
-    assert "AWS_SECRET_ACCESS_KEY" not in os.environ
+    lake.writer.backfill("t", rows(20, 80), chunk=20)
+    assert lake.run() == 0
+    rng = random.Random(12)
+    for i in range(12):
+        keys = rng.sample(range(100), 12)
+        batch = [{"_olake_id": str(k), "_op_type": "u", "v": 1000 * i + k, "s": f"c{i}"} for k in keys[:6]]
+        batch += [{"_olake_id": str(k), "_op_type": "d"} for k in keys[6:8]]
+        batch += [{"_olake_id": f"n{i}", "_op_type": "c", "v": i}, {"_olake_id": "7", "_op_type": "u", "v": i}]
+        lake.writer.commit("t", batch, pure_deletes=[str(k) for k in keys[8:10]] + ([f"n{i - 1}"] if i % 3 else []))
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert lake.mirror_source_snapshot("t") == lake.writer.current_id("t") or lake.mode == "truncate"
 
 
-def test_tables_of_one_run_create_the_mirror_namespace_at_once(klake):
-    """Found by the soak: parallel tables racing to create the mirror namespace (JDBC catalog)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from testkit.local import writer_session
-
-    ns = klake.ns + "_race"
-
-    def create(_):
-        IcebergTables(writer_session(klake.root, klake.cfg), klake.catalog).create_namespace(ns)
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(create, range(8)))
-    assert klake.tables.namespace_exists(ns)
+def test_a_backlog_in_hard_delete_mode_removes_every_tombstoned_key(lake):
+    make(lake)
+    assert lake.run("--delete-mode", "hard") == 0
+    for i in range(5):
+        lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "d"},
+                                 {"_olake_id": str(10 + i), "_op_type": "u", "v": 100 + i},
+                                 {"_olake_id": f"n{i}", "_op_type": "c", "v": i}])
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "c", "v": 1}, {"_olake_id": "n2", "_op_type": "d"}])
+    assert lake.run("--delete-mode", "hard") == 0
+    lake.assert_mirror_matches("t", "hard")
+    keys = {r["_olake_id"] for r in lake.mirror_rows("t")}
+    assert "1" in keys and not {"0", "2", "3", "4", "n2"} & keys  # 1 was deleted, then inserted again
 
 
-def test_the_mirror_check_flags_a_wrong_row_a_missing_row_and_delete_files(rlake):
-    """The comparison behind every mirror assertion and the soak can fail: a changed value, a
-    missing key and a merge-on-read delete written into the mirror are each reported."""
-    from testkit.local import mirror_problems
-
-    make(rlake)
-    assert rlake.run() == 0
-    expected = rlake.writer.model("t").expected()
-    spark, q = rlake.writer.spark, rlake.mirror_q("t")
-
-    def problems():
-        return mirror_problems(spark, q, rlake.mirror("t"), expected)[1]
-
-    assert problems() == []
-    spark.sql(f"UPDATE {q} SET v = -1 WHERE _olake_id = '4'")
-    assert any("spark" in p for p in problems()) and any("pyiceberg" in p for p in problems())
-    spark.sql(f"UPDATE {q} SET v = 4 WHERE _olake_id = '4'")
-    assert problems() == []
-    spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
-    spark.sql(f"DELETE FROM {q} WHERE _olake_id = '5'")
-    found = problems()
-    assert any(p.startswith("the mirror has delete files") for p in found) and any("spark" in p for p in found)
+RICH = [("i", "int"), ("l", "bigint"), ("d", "double"), ("f", "float"), ("dec", "decimal(18,4)"), ("b", "boolean"),
+        ("dt", "date"), ("ts", "timestamp"), ("tsn", "timestamp_ntz"), ("bin", "binary"),
+        ("st", "struct<a:int,b:string,c:struct<x:double>>"), ("arr", "array<string>"), ("mp", "map<string,int>"),
+        ("arrs", "array<struct<p:int,q:string>>")]
 
 
-def test_mirror_file_size_defaults_to_128_mb_and_follows_the_option(rlake):
-    make(rlake)
-    assert rlake.run() == 0
-    prop = "write.target-file-size-bytes"
-    assert rlake.mirror("t").properties.get(prop) == str(128 * 1024 * 1024)
-    rlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 7, "s": "x"}])
-    assert rlake.run("--target-file-size-mb", "8") == 0
-    assert rlake.mirror("t").properties.get(prop) == str(8 * 1024 * 1024)
-    rlake.assert_mirror_matches("t")
+def rich_row(k: int, op: str, nulls: bool):
+    if nulls:  # every column but the key null, as in a tombstone or a sparse source row
+        return {"_olake_id": str(k), "_op_type": op}
+    return {"_olake_id": str(k), "_op_type": op, "i": k, "l": 2**40 + k, "d": k / 3, "f": 1.5, "b": k % 2 == 0,
+            "dec": decimal.Decimal(f"{k}.1234"), "dt": dt.date(2024, 1, 1) + dt.timedelta(days=k),
+            "ts": dt.datetime(2024, 1, 1, 12, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=k),
+            "tsn": dt.datetime(2024, 1, 1, 12) + dt.timedelta(seconds=k), "bin": bytes([k % 256, 0, 1]),
+            "st": {"a": k, "b": None if k % 3 else "b", "c": None if k % 2 else {"x": 0.5}},
+            "arr": ["x", None, str(k)], "mp": {"k": k, "z": None}, "arrs": [{"p": k, "q": None}, None]}
+
+
+def test_rich_column_types_with_nulls(lake):
+    lake.writer.create_table("r", RICH)
+    lake.writer.backfill("r", [rich_row(k, "r", k % 3 == 0) for k in range(60)], chunk=30)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("r")
+    lake.writer.commit("r", [rich_row(k, "u", k % 2 == 0) for k in range(0, 60, 4)]  # values to nulls and back
+                       + [{"_olake_id": str(k), "_op_type": "d"} for k in range(1, 60, 9)]
+                       + [rich_row(k, "c", k % 5 == 0) for k in range(60, 70)], pure_deletes=["7", "8"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("r")
+
+
+def test_a_change_touching_most_keys(lake):
+    """One commit updates 90% of the keys and deletes 5% (the rest by pure equality deletes)."""
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 2000), chunk=500)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": -k, "s": "most"} for k in range(2000)
+                             if k % 10]
+                       + [{"_olake_id": str(k), "_op_type": "d"} for k in range(0, 2000, 20)]
+                       + [{"_olake_id": f"n{k}", "_op_type": "c", "v": k} for k in range(50)],
+                       pure_deletes=[str(k) for k in range(10, 2000, 20)])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": k, "s": "again"} for k in range(1, 2000, 2)])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")

@@ -213,3 +213,58 @@ def test_the_other_mode_on_an_existing_mirror_is_refused_with_how_to_switch(rlak
     assert (rlake.source_metadata(), rlake.mirror("t").metadata_location) == before
     assert rlake.run_raw() == 0  # without the option the mirror keeps its mode
     rlake.assert_mirror_matches("t")
+
+
+def make(lake, table="t"):
+    lake.writer.create_table(table, [("v", "int"), ("s", "string")])
+    lake.writer.backfill(table, rows(0, 20))
+
+
+def test_pyiceberg_refuses_the_source_but_reads_the_mirror(rlake):
+    from testkit.local import pyiceberg_rows
+
+    make(rlake)
+    assert rlake.run() == 0
+    rlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 3}])
+    with pytest.raises(ValueError, match="equality deletes"):
+        pyiceberg_rows(rlake.source("t").metadata_location)
+    assert rlake.run() == 0
+    rlake.assert_mirror_matches("t")
+
+
+def test_the_mirror_check_flags_a_wrong_row_a_missing_row_and_delete_files(spark, destinations, make_lake):
+    """The comparison behind every mirror assertion and the soak can fail: a changed value, a
+    missing key and a merge-on-read delete written into the mirror are each reported, by every reader."""
+    from testkit.local import mirror_problems
+
+    rlake = make_lake(destinations["hadoop"], "hadoop", "readonly", "cow")
+    make(rlake)
+    assert rlake.run() == 0
+    expected = rlake.writer.model("t").expected()
+    spark, q = rlake.writer.spark, rlake.mirror_q("t")
+
+    def problems():
+        return mirror_problems(spark, q, rlake.mirror("t"), expected)[1]
+
+    assert problems() == []
+    spark.sql(f"UPDATE {q} SET v = -1 WHERE _olake_id = '4'")
+    found = problems()
+    assert sorted(p.split(":")[0] for p in found) == ["duckdb", "iceberg-rust", "pyiceberg", "spark"], found
+    spark.sql(f"UPDATE {q} SET v = 4 WHERE _olake_id = '4'")
+    assert problems() == []
+    spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    spark.sql(f"DELETE FROM {q} WHERE _olake_id = '5'")
+    found = problems()
+    # the delete file, and a missing row in each of the four reads
+    assert found[0].startswith("the mirror has delete files") and len(found) == 5, found
+
+
+def test_mirror_file_size_defaults_to_128_mb_and_follows_the_option(rlake):
+    make(rlake)
+    assert rlake.run() == 0
+    prop = "write.target-file-size-bytes"
+    assert rlake.mirror("t").properties.get(prop) == str(128 * 1024 * 1024)
+    rlake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 7, "s": "x"}])
+    assert rlake.run("--target-file-size-mb", "8") == 0
+    assert rlake.mirror("t").properties.get(prop) == str(8 * 1024 * 1024)
+    rlake.assert_mirror_matches("t")

@@ -34,6 +34,7 @@ CASES = {
                             "no JDBC driver known for 'mysql' URLs; set writer.jdbc_driver_jar"),
     "secret-without-region": (None, ["--secret-id", "olake/destination"], "no AWS region; pass --region"),
     "table-name-bad": (HADOOP, ["--tables", "a/b"], "table name 'a/b' contains '/'"),
+    "table-name-invisible": (HADOOP, ["--tables", "t\u200b,a\x00b"], "contains '\\u200b'"),
     "tables-empty": (HADOOP, ["--tables", " , "], "--tables is empty"),
     "namespace-too-long": (HADOOP, ["--cow-namespace", "x" * 300], "longer than 255 characters"),
     "cow-namespace-is-source": (HADOOP, ["--cow-namespace", "sales"], "--cow-namespace must differ"),
