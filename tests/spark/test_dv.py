@@ -96,8 +96,8 @@ def test_the_audit_refuses_a_staged_dv_snapshot_that_carries_an_equality_delete(
     before = lake.mirror("t")
     real_stage = merge.MirrorWriter.stage
 
-    def stage_with_an_equality_delete(self, cs, marker, mirror, keys=None):
-        staged = real_stage(self, cs, marker, mirror, keys)
+    def stage_with_an_equality_delete(self, cs, marker, mirror, fmt, shape=None, keys=None):
+        staged = real_stage(self, cs, marker, mirror, fmt, shape, keys)
         t = self.tables.load(self.ns, self.name)
         deletes = lake.writer._eq_delete_files(t, ["9"], TableModel(), [])
         delta = t.newRowDelta()

@@ -97,13 +97,13 @@ def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch)
 def test_audit_failure_publishes_nothing(lake, monkeypatch):
     setup(lake)
     before = lake.mirror("t").current_id
-    real = merge.MirrorWriter.tally
+    real = merge.MirrorWriter.summarize
 
-    def miscounted(self, frame, staged, fmt):  # the change set claims one upsert more than the merge wrote
-        counts, held = real(self, frame, staged, fmt)
-        return ChangeCounts(counts.upserts + 1, counts.deletes), held
+    def miscounted(self, frame):  # the change set asks for far more upserts than the merge wrote
+        summary = real(self, frame)
+        return merge.ChangeSummary(ChangeCounts(summary.counts.upserts + 1000, summary.counts.deletes), summary.keys)
 
-    monkeypatch.setattr(merge.MirrorWriter, "tally", miscounted)
+    monkeypatch.setattr(merge.MirrorWriter, "summarize", miscounted)
     assert lake.run() == 1
     assert lake.mirror("t").current_id == before
     monkeypatch.undo()

@@ -1,7 +1,7 @@
 """Audit, checkpoint parsing, identifier quoting and the MERGE text."""
 import pytest
 
-from olake_cow.core.audit import ChangeCounts, Held, audit, audit_problems
+from olake_cow.core.audit import ChangeCounts, audit, audit_problems
 from olake_cow.core.checkpoint import Marker, parse_marker
 from olake_cow.core.errors import AuditError, InvalidNameError
 from olake_cow.core.identifiers import qualified, quote, validate_name
@@ -22,16 +22,6 @@ def test_a_cow_merge_passes_when_its_commit_matches_the_change_set():
     counts = ChangeCounts(upserts=3, deletes=1)
     assert audit_problems(staged, 11, counts, rebuild=False) == []
     audit(staged, 11, counts, False, "m")
-
-
-def test_a_cow_merge_is_checked_against_the_keys_its_rewritten_files_held():
-    # 11 rows; 3 upserts (1 new key, 2 updated) and 1 delete of a held key. The merge rewrote one
-    # 10-row file: 3 of its rows matched, 7 carried over; it wrote 7 + 3 rows.
-    staged = snap(1, total_records=11, added_records=10, deleted_records=10)
-    assert audit_problems(staged, 11, ChangeCounts(3, 1), False, held=Held(upserted=2, deleted=1)) == []
-    # a change set that miscounts its upserts moves what the commit seems to imply; the held keys do not
-    assert audit_problems(staged, 11, ChangeCounts(4, 1), False, held=Held(upserted=2, deleted=1)) == [
-        "the rewritten files held 3 of the change set's keys, but the commit replaced or removed 4 rows"]
 
 
 def test_a_cow_merge_that_lost_upserts_or_removed_too_much_is_refused():
@@ -109,9 +99,42 @@ def test_merge_statement_deletes_updates_and_inserts_by_key():
     assert "INSERT (`_olake_id`, `a`) VALUES (s.`_olake_id`, s.`a`)" in sql
 
 
-def test_merge_prunes_the_mirror_by_the_change_sets_key_range():
-    from olake_cow.spark.changes import range_condition
+def test_merge_prunes_the_mirror_to_the_key_intervals_a_change_can_touch():
+    from olake_cow.spark.changes import interval_condition
 
-    sql = merge_sql("`m`", "`v`", ["_olake_id", "a"], ["_olake_id", "a", ACTION], keys=("k1", "k'9"))
-    assert "ON t.`_olake_id` = s.`_olake_id` AND t.`_olake_id` >= 'k1' AND t.`_olake_id` <= 'k\\'9' WHEN" in sql
-    assert range_condition("", None) == "false"  # an empty change set matches no mirror row
+    sql = merge_sql("`m`", "`v`", ["_olake_id", "a"], ["_olake_id", "a", ACTION], intervals=[("k1", "k'9")])
+    assert "ON t.`_olake_id` = s.`_olake_id` AND (t.`_olake_id` >= 'k1' AND t.`_olake_id` <= 'k\\'9') WHEN" in sql
+    two = interval_condition("t.", [("a", "b"), ("x", "z")])
+    assert two == "((t.`_olake_id` >= 'a' AND t.`_olake_id` <= 'b') OR (t.`_olake_id` >= 'x' AND t.`_olake_id` <= 'z'))"
+    assert interval_condition("", []) == "false"  # no mirror file can hold a changed key
+    assert " AND " not in merge_sql("`m`", "`v`", ["_olake_id"], ["_olake_id", ACTION]).split(" WHEN")[0]
+
+def test_a_rebuild_splits_its_keys_into_ranges_of_about_equal_size():
+    from olake_cow.spark.changes import range_bounds
+
+    keys = [f"{i:04d}" for i in range(1000)]
+    assert range_bounds(keys, 4) == ["0250", "0500", "0750"]
+    assert range_bounds(keys, 1) == [] and range_bounds([], 4) == []
+    assert range_bounds(["a"] * 10 + ["b"] * 2, 4) == []  # the quantiles are all one key: one range
+
+
+def test_a_rebuild_writes_files_of_the_target_size_but_at_least_eight_ranges_of_4_mb():
+    from olake_cow.spark.change_reader import rebuild_partitions
+
+    mb = 1024 * 1024
+    assert rebuild_partitions(54 * mb, 128 * mb, 2) == 8  # eight ranges of about 7 MB
+    assert rebuild_partitions(10 * mb, 128 * mb, 2) == 2  # each range keeps 4 MB
+    assert rebuild_partitions(1 * mb, 128 * mb, 2) == 1
+    assert rebuild_partitions(10_000 * mb, 128 * mb, 32) == 79  # by size
+    assert rebuild_partitions(500 * mb, 128 * mb, 32) == 32  # one per core
+    assert rebuild_partitions(0, 128 * mb, 8) == 1
+
+
+def test_a_tables_columns_come_from_its_current_schema():
+    from olake_cow.core.snapshots import state_from_metadata
+
+    meta = {"format-version": 2, "table-uuid": "u", "current-schema-id": 1, "schemas": [
+        {"schema-id": 0, "fields": [{"id": 1, "name": "_olake_id"}]},
+        {"schema-id": 1, "fields": [{"id": 1, "name": "_olake_id"}, {"id": 2, "name": "v"}]}]}
+    state = state_from_metadata(meta)
+    assert state.columns == ("_olake_id", "v") and state.key_field_id == 1

@@ -4,21 +4,23 @@ Any mirror: no equality deletes, and no format-version-2 position-delete files (
 Databricks ignore them). A cow mirror holds no delete file of any kind; a dv mirror may hold
 deletion vectors.
 
-Counts: the change set's own counts (rows to upsert, keys to delete: one pass over the change set,
-no read of the mirror) must agree with what the staged commit says it did. A merge matches at most
-one mirror row per upserted or deleted key (the mirror's keys are unique):
+Counts: the change set's own counts (rows to upsert, keys to delete: from the pass over the change
+set the merge makes anyway) must agree with what the staged commit's own metadata says it did; no
+file is read again for the audit. A merge matches at most one mirror row per upserted or deleted key
+(the mirror's keys are unique):
   dv   the merge writes every upsert row once and marks each matched row in a deletion vector:
        added-records = upserts, 0 <= new positions <= upserts + deletes (a file's new vector carries
        its old positions and replaces the old vector: new = added - removed positions), rows shown
        grow by upserts minus new positions;
   cow  the merge rewrites the files holding matched rows: added-records = upserts + rows carried
-       over, deleted-records = rows carried over + matched rows. The change keys those rewritten
-       files held (read from them: the merge just read them too, not the whole mirror) give the
-       matched rows independently, and they must agree with the commit;
+       over (so at least the upserts), deleted-records = rows carried over + matched rows, so the
+       matched rows (deleted - added + upserts) lie between 0 and upserts + deletes, and the rows
+       shown are the parent's plus the upserts minus the matched rows;
   a rebuild shows exactly the rows it wrote.
+The full comparison of a mirror with its source is --verify (a scan of both tables).
 """
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List
 
 from .errors import AuditError
 from .modes import MirrorFormat
@@ -35,18 +37,6 @@ class ChangeCounts:
     @property
     def empty(self) -> bool:
         return not (self.upserts or self.deletes)
-
-
-@dataclass(frozen=True)
-class Held:
-    """Change keys the mirror held before a copy-on-write merge, counted in the files it rewrote."""
-
-    upserted: int  # upserted keys that replaced a row
-    deleted: int  # deleted keys that removed a row
-
-    @property
-    def matched(self) -> int:
-        return self.upserted + self.deleted
 
 
 def live_rows(snap: Snapshot) -> int:
@@ -72,7 +62,7 @@ def forbidden_deletes(snap: Snapshot, fmt: MirrorFormat) -> List[str]:
 
 
 def audit_problems(staged: Snapshot, parent_rows: int, counts: ChangeCounts, rebuild: bool,
-                   fmt: MirrorFormat = MirrorFormat.COW, held: Optional[Held] = None) -> List[str]:
+                   fmt: MirrorFormat = MirrorFormat.COW) -> List[str]:
     problems = forbidden_deletes(staged, fmt)
     rows, added = live_rows(staged), staged.summary_int(Summary.ADDED_RECORDS)
     if rebuild:
@@ -87,17 +77,14 @@ def audit_problems(staged: Snapshot, parent_rows: int, counts: ChangeCounts, reb
     if not 0 <= matched <= counts.upserts + counts.deletes:
         problems.append(f"{matched} mirror rows replaced or removed, but the change set has {counts.upserts} "
                         f"upserts and {counts.deletes} deletes")
-    if held is not None and held.matched != matched:
-        problems.append(f"the rewritten files held {held.matched} of the change set's keys, but the commit replaced "
-                        f"or removed {matched} rows")
     if rows != parent_rows + counts.upserts - matched:
         problems.append(f"rows={rows}, expected {parent_rows} + {counts.upserts} upserts - {matched} replaced")
     return problems
 
 
 def audit(staged: Snapshot, parent_rows: int, counts: ChangeCounts, rebuild: bool, table: str,
-          fmt: MirrorFormat = MirrorFormat.COW, held: Optional[Held] = None) -> None:
-    problems = audit_problems(staged, parent_rows, counts, rebuild, fmt, held)
+          fmt: MirrorFormat = MirrorFormat.COW) -> None:
+    problems = audit_problems(staged, parent_rows, counts, rebuild, fmt)
     if problems:
         raise AuditError(f"{table}: staged snapshot {staged.snapshot_id} failed its audit "
                          f"({'; '.join(problems)}); it was not published")

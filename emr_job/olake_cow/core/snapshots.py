@@ -98,6 +98,7 @@ class TableState:
     metadata_location: Optional[str] = None
     key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
     format_version: int = 2
+    columns: Tuple[str, ...] = ()  # top-level columns of the current schema, in order
 
     def by_id(self) -> Dict[int, Snapshot]:
         return {s.snapshot_id: s for s in self.snapshots}
@@ -149,10 +150,13 @@ def snapshots_from_metadata(meta: Mapping[str, Any]) -> Tuple[Snapshot, ...]:
     return tuple(out)
 
 
-def _key_field_id(meta: Mapping[str, Any]) -> Optional[int]:
+def _current_schema(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     schemas = {s.get("schema-id"): s for s in meta.get("schemas") or ()}
-    schema = schemas.get(meta.get("current-schema-id")) or meta.get("schema") or {}
-    for f in schema.get("fields") or ():
+    return schemas.get(meta.get("current-schema-id")) or meta.get("schema") or {}
+
+
+def _key_field_id(meta: Mapping[str, Any]) -> Optional[int]:
+    for f in _current_schema(meta).get("fields") or ():
         if f.get("name") == "_olake_id":
             return int(f["id"])
     return None
@@ -171,6 +175,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         metadata_location=metadata_location,
         key_field_id=_key_field_id(meta),
         format_version=int(meta.get("format-version") or 1),
+        columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
     )
 
 

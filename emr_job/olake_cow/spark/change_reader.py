@@ -13,7 +13,7 @@ from ..core.errors import ResyncNeededError, UnsupportedDeleteError
 from ..core.identifiers import quote
 from ..core.readonly import Interval
 from ..core.snapshots import Snapshot, Summary, TableState
-from .changes import ACTION, KEY, PART, compose, latest_per_key, upsert_action
+from .changes import ACTION, KEY, PART, compose, latest_per_key, range_partitioned_latest, upsert_action
 from .iceberg import IcebergTables
 from .scan_tasks import FileRef, TaskSets
 
@@ -33,6 +33,8 @@ class ChangeSet:
     rebuild: bool
     files_read: int = 0
     bytes_read: int = 0
+    # At most this many keys (the records of the files read: an upper bound); None: unknown.
+    records_read: Optional[int] = 0
     notes: List[str] = field(default_factory=list)
     # Lowest and highest key the change set can hold, from the file metadata (a superset; None:
     # unknown). The merge uses it to skip mirror files; it costs no pass over the data.
@@ -83,11 +85,12 @@ def _span(bounds: Sequence[Tuple[Optional[str], Optional[str]]]) -> Optional[Tup
 
 class ChangeReader:
     def __init__(self, session, tables: IcebergTables, namespace: str, table: str, source_q: str,
-                 source: TableState, delete_mode: str) -> None:
+                 source: TableState, delete_mode: str, target_file_bytes: int = 128 * 1024 * 1024) -> None:
         self.session, self.tables = session, tables
         self.namespace, self.table, self.source_q = namespace, table, source_q
         self.source, self.delete_mode = source, delete_mode
         self.key_field_id = source.key_field_id
+        self.target_file_bytes = target_file_bytes
 
     # --- whole snapshots ----------------------------------------------------------------------
     def _snapshot_rows(self, snapshot_id: Optional[int]):
@@ -100,16 +103,26 @@ class ChangeReader:
         if snap is not None:
             cs.files_read += snap.summary_int(Summary.TOTAL_DATA_FILES) + snap.summary_int(Summary.TOTAL_DELETE_FILES)
             cs.bytes_read += snap.summary_int(Summary.TOTAL_FILES_SIZE)
+            if cs.records_read is not None:
+                cs.records_read += (snap.summary_int(Summary.TOTAL_RECORDS) + snap.summary_int(Summary.TOTAL_EQ_DELETES)
+                                    + snap.summary_int(Summary.TOTAL_POS_DELETES))
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ChangeSet:
         """Every row of the snapshot, one per key, range-partitioned and sorted by key on the way
         (the one shuffle serves the resolution and the mirror's sort order); not persisted: the
-        source is scanned once, by the write itself."""
-        latest = latest_per_key(self._snapshot_rows(snapshot_id), ranged=True)
+        source is scanned once by the write, and its key column once for the ranges."""
+        snap = self.source.snapshot(snapshot_id)
+        size = snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap else 0
+        records = snap.summary_int(Summary.TOTAL_RECORDS) if snap else 0
+        latest, _ = range_partitioned_latest(self.session, self._snapshot_rows(snapshot_id),
+                                             rebuild_partitions(size, self.target_file_bytes, self._cores()), records)
         cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
                        notes=[note] if note and note != "first build" else [])
         self._whole_snapshot_io(snapshot_id, cs)
         return cs
+
+    def _cores(self) -> int:
+        return int(self.session.sparkContext.defaultParallelism)
 
     def boundary_change_set(self, snapshot_id: Optional[int], dropped_window: Sequence[int] = ()) -> ChangeSet:
         """Truncate mode: the change-set snapshot's rows, and the keys of its equality-delete files
@@ -130,6 +143,7 @@ class ChangeReader:
                     f"SELECT {cols} FROM {self.source_q}.{quote('delete_files')} "
                     f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
                 if dropped_window:
+                    cs.records_read = None  # delete files no longer in the snapshot's totals
                     rows += self.session.sql(
                         f"SELECT DISTINCT {', '.join('data_file.' + c for c in cols.split(', '))} "
                         f"FROM {self.source_q}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
@@ -148,7 +162,7 @@ class ChangeReader:
             cs.close()
             raise
         self._whole_snapshot_io(snapshot_id, cs)
-        if snapshot_id is not None:
+        if snapshot_id is not None:  # the change set's key range, from its files' metrics
             row = self.session.sql(
                 f"SELECT min(readable_metrics.{quote(KEY)}.lower_bound) AS lo, "
                 f"max(readable_metrics.{quote(KEY)}.upper_bound) AS hi, count(*) AS n, "
@@ -198,7 +212,8 @@ class ChangeReader:
                     for k in keys[1:]:
                         union = union.unionByName(k)
                     key_parts.append(union.distinct().withColumn(PART, F.lit(part)))
-            schema = self.session.table(self.source_q).schema
+            # The table's schema only types key-only parts and an empty change set (a lookup costs an analysis).
+            schema = self.session.table(self.source_q).schema if key_parts or not row_parts else None
             frame = compose(row_parts, key_parts, self.delete_mode, schema)
             if frame is None:
                 frame = self.session.createDataFrame([], schema).withColumn(ACTION, F.lit("U"))
@@ -212,9 +227,7 @@ class ChangeReader:
 
     def _entries(self, iv: Interval) -> List[_Entry]:
         """Data and delete files live at the interval's end and newer than its start."""
-        fields = set(self.session.table(f"{self.source_q}.{quote('entries')}").schema["data_file"]
-                     .dataType.fieldNames())
-        ref = "data_file.referenced_data_file" if "referenced_data_file" in fields else "CAST(NULL AS STRING)"
+        ref = "data_file.referenced_data_file"  # Iceberg 1.7+ (the job needs 1.10)
         rows = self.session.sql(
             f"SELECT snapshot_id, sequence_number, data_file.content AS content, data_file.file_path AS path, "
             f"data_file.file_size_in_bytes AS size, data_file.record_count AS records, "
@@ -238,6 +251,8 @@ class ChangeReader:
         positional = [e for e in entries if e.content == POSITION_DELETES]
         cs.files_read += len(entries)
         cs.bytes_read += sum(e.file.size for e in entries)
+        if cs.records_read is not None:
+            cs.records_read += sum(e.file.records for e in entries)
         end_plan = sets.plan(iv.end_id) if fresh or positional else None
         rows = sets.read(end_plan.pick(fresh)) if fresh and end_plan is not None else None
         keys = []
@@ -288,6 +303,8 @@ class ChangeReader:
                                         f"not in source snapshot {iv.start_id}")
             cs.files_read += 2
             cs.bytes_read += 2 * int(task.file().fileSizeInBytes())
+            if cs.records_read is not None:
+                cs.records_read += int(task.file().recordCount())
         shown_before = sets.read(before).select(KEY)
         shown_after = sets.read(after).select(KEY)
         return shown_before.join(shown_after, on=KEY, how="left_anti")
@@ -306,6 +323,8 @@ class ChangeReader:
         tasks = sets.plan(snap.parent_id).pick(held)
         cs.files_read += len(tasks)
         cs.bytes_read += sum(int(t.file().fileSizeInBytes()) for t in tasks)
+        if cs.records_read is not None:
+            cs.records_read += sum(int(t.file().recordCount()) for t in tasks)
         return sets.read(tasks).select(KEY)
 
 
@@ -315,3 +334,16 @@ def _file_ref(row) -> FileRef:
 
 def _bytes(value) -> Optional[bytes]:
     return bytes(value) if value is not None else None
+
+
+MIN_RANGES = 8
+MIN_RANGE_BYTES = 4 * 1024 * 1024
+
+
+def rebuild_partitions(source_bytes: int, target_file_bytes: int, cores: int) -> int:
+    """How many key ranges (and files) a rebuild writes: files of about the target size, but at
+    least 8 ranges (or one per core, if more) while each keeps 4 MB, so that a copy-on-write merge
+    of keys near each other (the newest keys, say) rewrites a fraction of a small mirror, not all of it."""
+    by_size = -(-source_bytes // max(1, target_file_bytes))
+    by_spread = min(max(MIN_RANGES, cores), source_bytes // MIN_RANGE_BYTES)
+    return max(1, by_size, by_spread)

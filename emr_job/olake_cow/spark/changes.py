@@ -18,18 +18,82 @@ def newest_order(columns: Sequence[str]) -> List[Any]:
     return [F.col(quote(c)).desc_nulls_last() for c in ORDER_COLUMNS if c in columns]
 
 
-def latest_per_key(rows, ranged: bool = False):
+def latest_per_key(rows, by: Sequence[Any] = ()):
     """One row per `_olake_id`: the newest change (a change set may hold two visible rows for a
-    key, OLake #1189). `ranged`: range-partition by key first, so the one shuffle also sorts the
-    rows for a new mirror."""
+    key, OLake #1189). `by`: columns the rows are already partitioned by (kept as they are)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if ranged:
-        rows = rows.repartitionByRange(F.col(KEY))  # AQE sizes it to the data
     order = newest_order(rows.columns) or [F.lit(1)]
-    ranked = rows.withColumn("__olake_cow_rn", F.row_number().over(Window.partitionBy(F.col(KEY)).orderBy(*order)))
+    window = Window.partitionBy(*by, F.col(KEY)).orderBy(*order)
+    ranked = rows.withColumn("__olake_cow_rn", F.row_number().over(window))
     return ranked.where(F.col("__olake_cow_rn") == 1).drop("__olake_cow_rn")
+
+
+SAMPLED_KEYS_PER_PARTITION = 200
+
+
+def range_bounds(sorted_keys: Sequence[str], partitions: int) -> List[str]:
+    """The keys that split `sorted_keys` into `partitions` ranges of about equal size (distinct,
+    ascending; fewer when the sample has fewer distinct keys)."""
+    if partitions <= 1 or not sorted_keys:
+        return []
+    picks = [sorted_keys[len(sorted_keys) * i // partitions] for i in range(1, partitions)]
+    return sorted(set(picks) - {sorted_keys[0]})
+
+
+_MASK = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def spark_int_hash(value: int, seed: int = 42) -> int:
+    """Spark's hash() of an INT (Murmur3_x86_32.hashInt with HashPartitioning's seed 42)."""
+    k1 = _rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
+    h1 = (_rotl(seed ^ k1, 13) * 5 + 0xE6546B64) & _MASK
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def placing_ids(partitions: int) -> List[int]:
+    """For each partition p, an int whose Spark hash lands in p (pmod(hash(x), n) == p): a column
+    holding these values and hash-partitioned into n partitions puts each row where we chose."""
+    first: dict = {}
+    x = 0
+    while len(first) < partitions:
+        first.setdefault(spark_int_hash(x) % partitions, x)  # Python's % is pmod for a positive n
+        x += 1
+    return [first[p] for p in range(partitions)]
+
+
+def range_partitioned_latest(session, rows, partitions: int, expected_rows: int):
+    """`latest_per_key` with the rows range-partitioned by key into `partitions` and sorted by key
+    within them, for a new mirror. The ranges come from a sample of the key column alone (Spark's
+    own range partitioning would run the whole scan a second time to sample it); each row is then
+    placed by a hash partitioning whose values we chose, so one shuffle serves the per-key
+    resolution and the mirror's sort order. Returns (frame, the partition column to drop)."""
+    from pyspark.sql import functions as F
+
+    pid = "__olake_cow_range"
+    if partitions <= 1:
+        placed = rows.withColumn(pid, F.lit(0)).repartition(1, F.col(pid))
+    else:
+        fraction = min(1.0, SAMPLED_KEYS_PER_PARTITION * partitions / max(1, expected_rows))
+        sample = sorted(r[0] for r in rows.select(KEY).sample(False, fraction, seed=17).collect() if r[0] is not None)
+        bounds = range_bounds(sample, partitions)
+        ids = placing_ids(len(bounds) + 1)
+        expr = F.lit(ids[-1])
+        for bound, value in reversed(list(zip(bounds, ids))):
+            expr = F.when(F.col(KEY) < F.lit(bound), F.lit(value)).otherwise(expr)
+        placed = rows.withColumn(pid, expr.cast("int")).repartition(len(ids), F.col(pid))
+    return latest_per_key(placed, by=[F.col(pid)]), pid
 
 
 def upsert_action(rows, delete_mode: str):
@@ -54,7 +118,7 @@ def compose(row_parts: List[Any], key_parts: List[Any], delete_mode: str, schema
     if not frames:
         return None
     combined = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    for f in schema.fields:  # key-only parts: give every column its table type
+    for f in schema.fields if key_parts else ():  # key-only parts: give every column its table type
         if f.name not in combined.columns:
             combined = combined.withColumn(f.name, F.lit(None).cast(f.dataType))
     order = [F.col(PART).desc(), F.col(IS_DELETE).asc()] + newest_order(combined.columns)
@@ -64,20 +128,23 @@ def compose(row_parts: List[Any], key_parts: List[Any], delete_mode: str, schema
     return latest.withColumn(ACTION, action).drop("__olake_cow_rn", PART, IS_DELETE)
 
 
-def range_condition(alias: str, keys: Optional[Tuple[str, str]]) -> str:
+def interval_condition(alias: str, intervals: Sequence[Tuple[str, str]]) -> str:
     """A predicate on the mirror's key that Iceberg turns into file pruning (min/max statistics):
-    a mirror sorted by key keeps a change set of nearby keys to a few files."""
-    if keys is None:
+    rows inside one of the key `intervals`; none at all for an empty list."""
+    if not intervals:
         return "false"
-    return (f"{alias}{quote(KEY)} >= {sql_string(keys[0])} AND "
-            f"{alias}{quote(KEY)} <= {sql_string(keys[1])}")
+    k = f"{alias}{quote(KEY)}"
+    terms = [f"({k} >= {sql_string(lo)} AND {k} <= {sql_string(hi)})" for lo, hi in intervals]
+    return terms[0] if len(terms) == 1 else "(" + " OR ".join(terms) + ")"
 
 
 def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
-              change_columns: Sequence[str], keys: Optional[Tuple[str, str]] = None) -> str:
+              change_columns: Sequence[str], intervals: Optional[Sequence[Tuple[str, str]]] = None,
+              keys: Optional[Sequence[str]] = None) -> str:
     """MERGE of a resolved change set: at most one source row per key, so the MERGE is valid.
-    `keys`: the change set's key range; every change lies inside it, so adding it to the ON clause
-    changes no result but lets Iceberg skip the mirror files outside it."""
+    `intervals`: key intervals that hold every mirror row a change can match (core/pruning.py);
+    `keys`: the change set's keys, when few. Adding them to the ON clause changes no result but
+    lets Iceberg skip every other mirror file, and filters the mirror's rows before the join."""
     present = {c.lower() for c in change_columns}
     sets = ", ".join(
         f"t.{quote(c)} = " + (f"s.{quote(c)}" if c.lower() in present else "NULL")
@@ -86,7 +153,9 @@ def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
     insert_cols = ", ".join(quote(c) for c in cols)
     insert_vals = ", ".join(f"s.{quote(c)}" for c in cols)
     k, a = quote(KEY), quote(ACTION)
-    pruning = f" AND {range_condition('t.', keys)}" if keys else ""
+    pruning = f" AND {interval_condition('t.', intervals)}" if intervals is not None else ""
+    if keys and intervals != ():
+        pruning += f" AND t.{k} IN ({', '.join(sql_string(key) for key in keys)})"
     return (f"MERGE INTO {mirror_q} t USING {view_q} s ON t.{k} = s.{k}{pruning} "
             f"WHEN MATCHED AND s.{a} = 'D' THEN DELETE "
             f"WHEN MATCHED THEN UPDATE SET {sets} "

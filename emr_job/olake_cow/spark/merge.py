@@ -2,19 +2,36 @@
 staged snapshot is audited, and only then published, with the checkpoint, in one commit.
 Spark/Iceberg adapter."""
 import uuid
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
-from ..core.audit import ChangeCounts, Held, audit, replaced_rows
+from ..core.audit import ChangeCounts, audit, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
 from ..core.identifiers import quote
 from ..core.modes import MirrorFormat
+from ..core.pruning import FileBounds, MergeShape, cow_write, merge_shape, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
 from .change_reader import ChangeSet
 from .changes import ACTION, KEY, aligned_rows, merge_sql
-from .iceberg import IcebergTables
-from .scan_tasks import TaskSets
+from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
+
+KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
+# A dv merge whose keys may be in any file filters the mirror's rows by an IN list of up to this
+# many keys before its join (measured: about a third less time at 5,000 keys over 1M rows). Where
+# key metrics prune files, or in a cow merge (which rewrites whole files anyway), the list costs more
+# to plan than it saves.
+KEYS_LISTED = 20_000
+DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
+GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
+FILES_LISTED_DIRECTLY = 200  # mirrors of up to this many files: their bounds through Iceberg's API, no Spark job
+@dataclass(frozen=True)
+class ChangeSummary:
+    """What one pass over a resolved change set gives the merge and its audit."""
+
+    counts: ChangeCounts
+    keys: Optional[List[str]]  # every key, when there are at most KEYS_COLLECTED of them
 
 
 class MirrorWriter:
@@ -23,71 +40,91 @@ class MirrorWriter:
         self.session, self.tables = session, tables
         self.ns, self.name, self.mirror_q, self.result = ns, name, mirror_q, result
 
-    def stage(self, cs: ChangeSet, marker: Marker, mirror: TableState,
-              keys: Optional[Tuple[str, str]] = None) -> Optional[Snapshot]:
+    def summarize(self, frame, most: Optional[int] = None) -> ChangeSummary:
+        """One pass over the (cached) change set: its keys and actions when it can hold at most
+        KEYS_COLLECTED keys (`most`: an upper bound, the records of the files it was read from),
+        else only its counts."""
+        from pyspark.sql import functions as F
+
+        if most is not None and most <= KEYS_COLLECTED:
+            rows = frame.select(KEY, ACTION).collect()
+            upserts = sum(1 for r in rows if r[1] == "U")
+            return ChangeSummary(ChangeCounts(upserts, len(rows) - upserts), [r[0] for r in rows])
+        upsert = F.col(ACTION) == F.lit("U")
+        row = frame.agg(F.sum(upsert.cast("long")).alias("u"), F.sum((~upsert).cast("long")).alias("d")).collect()[0]
+        return ChangeSummary(ChangeCounts(int(row["u"] or 0), int(row["d"] or 0)), None)
+
+    def shape(self, mirror: TableState, keys: Optional[List[str]], key_range: Optional[Tuple[str, str]]) -> MergeShape:
+        """Which mirror files the change keys can touch, from the key metrics of the mirror's files
+        (its manifests, no data read: through Iceberg's API for a mirror of few files, else a
+        metadata query). Without the keys, the change set's key range stands in."""
+        current = mirror.snapshot(mirror.current_id)
+        if current is not None and current.summary_int(Summary.TOTAL_DATA_FILES) <= FILES_LISTED_DIRECTLY \
+                and mirror.key_field_id is not None:
+            files = [FileBounds(*f) for f in self.tables.data_file_bounds(self.ns, self.name, mirror.key_field_id)]
+        else:
+            metrics = f"readable_metrics.{quote(KEY)}"
+            files = [FileBounds(r[0], r[1], r[2], int(r[3] or 0)) for r in self.session.sql(
+                f"SELECT file_path, {metrics}.lower_bound, {metrics}.upper_bound, file_size_in_bytes "
+                f"FROM {self.mirror_q}.{quote('files')} WHERE content = 0").collect()]
+        return merge_shape(files, keys) if keys is not None else unknown_shape(files, key_range)
+
+    def stage(self, cs: ChangeSet, marker: Marker, mirror: TableState, fmt: MirrorFormat,
+              shape: Optional[MergeShape] = None, keys: Optional[List[str]] = None) -> Optional[Snapshot]:
         """Write the change set as a staged snapshot on the mirror's current one; returns it, or
-        None when the write changed nothing."""
+        None when the write changed nothing. A copy-on-write merge writes as core/pruning.py's
+        cow_write says (without a global sort when that buys nothing)."""
         from pyspark.sql import functions as F
 
         self.session.conf.set("spark.wap.id", marker.wap_id)
+        conf: Dict[str, str] = {}
+        partitions = None
+        if fmt == MirrorFormat.COW and not cs.rebuild and shape is not None:
+            target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
+            plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism))
+            if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
+                conf[DISTRIBUTION_MODE] = "hash"
+                partitions = plan.partitions
+            if not plan.find_files:
+                conf[GROUP_FILTER] = "false"
+        for key, value in conf.items():
+            self.session.conf.set(key, value)
         try:
             if cs.rebuild:
                 rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
-                # Already range-partitioned and sorted by key: no second shuffle.
-                writer = rows.writeTo(self.mirror_q).option("distribution-mode", "none")
+                # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
+                writer = rows.writeTo(self.mirror_q).option("use-table-distribution-and-ordering", "false")
                 if mirror.current_id is None:
                     writer.append()
                 else:
                     writer.overwrite(F.lit(True))
             else:
                 view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
-                cs.frame.createOrReplaceTempView(view)
+                # The join takes its partitions from the change set's, when it is partitioned by key.
+                changes = cs.frame.repartition(partitions, F.col(KEY)) if partitions else cs.frame
+                changes.createOrReplaceTempView(view)
                 try:
-                    cols = self.session.table(self.mirror_q).columns
-                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, keys))
+                    cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
+                    intervals = shape.intervals if shape is not None else None
+                    listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.everything
+                                      and keys is not None and len(keys) <= KEYS_LISTED) else None
+                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
                 finally:
                     self.session.catalog.dropTempView(view)
         finally:
             self.session.conf.unset("spark.wap.id")
+            for key in conf:
+                self.session.conf.unset(key)
         after = self.tables.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
 
-    def tally(self, frame, staged: Optional[Snapshot], fmt: MirrorFormat) -> Tuple[ChangeCounts, Optional[Held]]:
-        """One pass over the (cached) change set: what it asks for, and, after a copy-on-write merge,
-        which of its keys the rewritten files held (their key column, read through the parent
-        snapshot's scan tasks: only files the merge read itself, never the whole mirror)."""
-        from pyspark.sql import functions as F
-
-        upsert = F.col(ACTION) == F.lit("U")
-        removed: List[str] = []
-        parent = staged.parent_id if staged is not None else None
-        if staged is not None and parent is not None and fmt == MirrorFormat.COW:
-            removed = [p for p, _ in self.tables.removed_data_files(self.ns, self.name, staged.snapshot_id)]
-        if not removed or parent is None:
-            row = frame.agg(F.sum(upsert.cast("long")).alias("u"),
-                            F.sum((~upsert).cast("long")).alias("d")).collect()[0]
-            counts = ChangeCounts(int(row["u"] or 0), int(row["d"] or 0))
-            return counts, (Held(0, 0) if staged is not None and fmt == MirrorFormat.COW else None)
-        sets = TaskSets(self.session, self.tables.load(self.ns, self.name), self.mirror_q)
-        try:
-            old = sets.read(sets.plan(parent).pick(removed)).select(KEY).distinct() \
-                .withColumn("__olake_cow_held", F.lit(True))
-            held = F.col("__olake_cow_held").isNotNull()
-            row = frame.select(KEY, ACTION).join(old, on=KEY, how="left").agg(
-                F.sum(upsert.cast("long")).alias("u"), F.sum((~upsert).cast("long")).alias("d"),
-                F.sum((upsert & held).cast("long")).alias("hu"), F.sum((~upsert & held).cast("long")).alias("hd"),
-            ).collect()[0]
-        finally:
-            sets.close()
-        return (ChangeCounts(int(row["u"] or 0), int(row["d"] or 0)), Held(int(row["hu"] or 0), int(row["hd"] or 0)))
-
     def publish(self, staged: Snapshot, marker: Marker, counts: ChangeCounts, parent_rows: int,
-                rebuild: bool, fmt: MirrorFormat, held: Optional[Held] = None) -> None:
+                rebuild: bool, fmt: MirrorFormat) -> None:
         """Audit the staged snapshot, then publish it with the checkpoint (one commit). A snapshot that
         fails is recorded as rejected on the mirror, so no later run tries to publish it again."""
         try:
-            audit(staged, parent_rows, counts, rebuild, self.result.mirror, fmt, held)
+            audit(staged, parent_rows, counts, rebuild, self.result.mirror, fmt)
         except AuditError:
             mirror = self.tables.state(self.ns, self.name)
             self.tables.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))

@@ -12,11 +12,16 @@ from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, ta
 log = logging.getLogger("olake_cow")
 
 
+# Every merge commits a manifest; Iceberg merges manifests in the commit once this many small ones
+# accumulate (its default is 100), so planning a mirror never reads a long list of them.
+MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
+
+
 def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
     """Table properties of a new mirror of format `fmt`: copy-on-write on format version 2 (no
     delete files, readable by every engine), or merge-on-read on format version 3 (deletion vectors)."""
     props = {"format-version": "3" if fmt == MirrorFormat.DV else "2", "write.wap.enabled": "true",
-             FORMAT_PROPERTY: fmt.value}
+             FORMAT_PROPERTY: fmt.value, **MANIFEST_MERGE}
     props.update(write_mode_properties(merge_on_read=fmt == MirrorFormat.DV))
     return props
 
@@ -65,8 +70,10 @@ class MirrorTable:
         log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
 
     def _keep_properties(self, mirror: TableState) -> None:
-        """Record the mode on mirrors built before it was recorded; apply an asked file size."""
+        """Record the mode on mirrors built before it was recorded; apply an asked file size; keep
+        manifests merged on mirrors built before that was set."""
         wanted = {MODE_PROPERTY: self.mode.value}
+        wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
         if self.target_file_mb:
             wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)
         changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}

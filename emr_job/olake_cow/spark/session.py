@@ -54,6 +54,9 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
         f"spark.sql.catalog.{cfg.catalog_name}": "org.apache.iceberg.spark.SparkCatalog",
         "spark.redaction.regex": REDACTION,
         "spark.sql.adaptive.enabled": "true",
+        # Size shuffle partitions by the advisory size (writes: Iceberg's, about the target file
+        # size), not by how many cores there are: fewer, larger files and tasks.
+        "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
     }
     for key, value in public.items():
         conf[f"spark.sql.catalog.{cfg.catalog_name}.{key}"] = value

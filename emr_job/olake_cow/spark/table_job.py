@@ -8,19 +8,19 @@ import logging
 import time
 from typing import Optional
 
-from ..core import steps
+from ..core import steps as planner
 from ..core.audit import ChangeCounts, live_rows
 from ..core.changesource import ChangeSource, for_mode
 from ..core.checkpoint import Marker, find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
 from ..core.identifiers import MIRROR_SUFFIX, qualified
-from ..core.modes import DEFAULT_MIRROR_FORMAT, SourceMode, resolve_format, resolve_mode
+from ..core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .change_reader import ChangeReader
-from .iceberg import IcebergTables
+from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
 from .maintenance import maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
@@ -107,22 +107,22 @@ class TableJob:
                 for line in self.result.plan:
                     self.say("plan: %s", line)
                 return
-            if isinstance(step, steps.Done):
+            if isinstance(step, planner.Done):
                 self._finish(source, mirror, step.reason)
                 return
-            if isinstance(step, steps.Blocked):
+            if isinstance(step, planner.Blocked):
                 raise HistoryError(f"{self.table}: {step.reason}")
-            if isinstance(step, steps.Truncate):
+            if isinstance(step, planner.Truncate):
                 with _Clock(self.result, "committing"):
                     bid = self.tables.truncate(self.opts.source_namespace, self.table, self.opts.run_id)
                 self.result.truncated += 1
                 self.say("closed the open change set: boundary snapshot %s", bid)
-            elif isinstance(step, steps.Advance):
+            elif isinstance(step, planner.Advance):
                 with _Clock(self.result, "committing"):
                     self.tables.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
                 self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                          step.target.snapshot_id)
-            elif isinstance(step, (steps.Merge, steps.Publish)):
+            elif isinstance(step, (planner.Merge, planner.Publish)):
                 self._apply(changes, step, source, mirror)
             source, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
@@ -147,23 +147,24 @@ class TableJob:
                            location, mode, self.fmt, self.opts.target_file_mb)
 
     def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
-        merge = step.merge if isinstance(step, steps.Publish) else step
+        merge = step.merge if isinstance(step, planner.Publish) else step
         marker, rebuild = merge.target, merge.rebuild
         ns = self.opts.cow_namespace
-        if isinstance(step, steps.Merge):
+        if isinstance(step, planner.Merge):
             with _Clock(self.result, "merging"):
                 rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
-        counts, staged, held = ChangeCounts(0, 0), None, None
-        if isinstance(step, steps.Publish) and rebuild:
+        counts, staged = ChangeCounts(0, 0), None
+        if isinstance(step, planner.Publish) and rebuild:
             staged = mirror.snapshot(step.staged_id)  # a rebuild is audited from its own commit
         else:
+            target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
             reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
-                                  source, self.opts.delete_mode)
+                                  source, self.opts.delete_mode, target)
             with _Clock(self.result, "reading_changes"):
-                cs = changes.read(reader, steps.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
+                cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
                                   source)
             try:
                 rebuild = cs.rebuild
@@ -172,23 +173,32 @@ class TableJob:
                     self.result.notes.append(note)
                 self.result.files_read += cs.files_read
                 self.result.bytes_read += cs.bytes_read
-                if isinstance(step, steps.Merge):
+                shape, keys = None, None
+                if not rebuild:  # one pass over the change set: its counts for the audit, its keys for the merge
+                    with _Clock(self.result, "reading_changes"):
+                        summary = self.writer.summarize(cs.frame, cs.records_read)
+                    counts, keys = summary.counts, summary.keys
+                    if isinstance(step, planner.Merge):
+                        with _Clock(self.result, "planning"):
+                            shape = self.writer.shape(mirror, summary.keys, cs.key_range)
+                        spread = shape.spread and self.fmt == MirrorFormat.COW
+                        self.say("the change set (%d upserts, %d deletes) can touch %d of the mirror's %d files%s",
+                                 counts.upserts, counts.deletes, shape.touched, shape.files,
+                                 " (spread: rewritten without a global sort)" if spread else "")
+                if isinstance(step, planner.Merge):
                     with _Clock(self.result, "merging"):
-                        staged = self.writer.stage(cs, marker, mirror, cs.key_range)
+                        staged = self.writer.stage(cs, marker, mirror, self.fmt, shape, keys)
                 else:
                     staged = mirror.snapshot(step.staged_id)
-                if not rebuild:  # what the change set asks for, from its cached rows (the merge read them)
-                    with _Clock(self.result, "reading_changes"):
-                        counts, held = self.writer.tally(cs.frame, staged, self.fmt)
             finally:
                 cs.close()
         with _Clock(self.result, "committing"):
             if staged is not None:
-                self.writer.publish(staged, marker, counts, parent_rows, rebuild, self.fmt, held)
+                self.writer.publish(staged, marker, counts, parent_rows, rebuild, self.fmt)
             else:
                 self.writer.nothing_staged(counts, marker, rebuild)
         self.result.merges += 1
-        verb = "published staged" if isinstance(step, steps.Publish) else (
+        verb = "published staged" if isinstance(step, planner.Publish) else (
             "rebuilt mirror from" if rebuild else "merged")
         self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, marker.snapshot_id,
                  staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)

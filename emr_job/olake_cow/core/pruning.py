@@ -1,0 +1,124 @@
+"""Which mirror files a change set can touch, from key metrics alone (pure).
+
+Each mirror data file carries the lowest and highest `_olake_id` it holds (Iceberg's column metrics;
+truncated bounds still enclose the real ones). A file can hold a changed key only if some key of the
+change set falls inside its bounds; every other file is carried over untouched. The merge gets the
+touched files' key intervals as a predicate, which Iceberg turns into file pruning, and its write
+is shaped by how much of the mirror it rewrites.
+"""
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+Interval = Tuple[str, str]
+MAX_INTERVALS = 64  # more than this and one covering interval is used: a long predicate costs planning time
+SPREAD_FRACTION = 0.5  # a change set touching files that hold this share of the bytes is "spread"
+
+
+@dataclass(frozen=True)
+class FileBounds:
+    path: str
+    lo: Optional[str]  # None: unknown (no metrics): the file may hold any key
+    hi: Optional[str]
+    size: int = 0  # bytes
+
+
+@dataclass(frozen=True)
+class MergeShape:
+    """What a merge of a change set into the mirror can touch.
+
+    `intervals`: key intervals covering every touched file (None: no pruning possible, e.g. a file
+    without key metrics); an empty tuple means no mirror file can hold a changed key.
+    `touched`/`files`: touched files and all files of the mirror's current snapshot; `touched_bytes`
+    and `bytes` their sizes."""
+
+    intervals: Optional[Tuple[Interval, ...]]
+    touched: int
+    files: int
+    touched_bytes: int = 0
+    bytes: int = 0
+
+    @property
+    def spread(self) -> bool:
+        """The change set touches files holding most of the mirror's bytes: keeping the mirror
+        range-sorted would cost a sampling pass and a shuffle of nearly all its rows, and would
+        prune little next time."""
+        return self.bytes > 0 and self.touched_bytes >= SPREAD_FRACTION * self.bytes
+
+    @property
+    def everything(self) -> bool:
+        """Every file may hold a changed key: looking for the ones that do cannot prune anything."""
+        return self.touched == self.files
+
+
+def touched_files(files: Sequence[FileBounds], sorted_keys: Sequence[str]) -> List[FileBounds]:
+    """The files whose key bounds enclose at least one of `sorted_keys` (ascending)."""
+    out = []
+    for f in files:
+        if f.lo is None or f.hi is None:
+            out.append(f)
+            continue
+        i = bisect_left(sorted_keys, f.lo)
+        if i < len(sorted_keys) and sorted_keys[i] <= f.hi:
+            out.append(f)
+    return out
+
+
+def merge_intervals(intervals: Sequence[Interval], limit: int = MAX_INTERVALS) -> Tuple[Interval, ...]:
+    """Overlapping intervals joined; more than `limit` left become one interval covering them all."""
+    merged: List[List[str]] = []
+    for lo, hi in sorted(intervals):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    if len(merged) > limit:
+        return ((merged[0][0], max(hi for _, hi in merged)),)
+    return tuple((lo, hi) for lo, hi in merged)
+
+
+def merge_shape(files: Sequence[FileBounds], keys: Sequence[str]) -> MergeShape:
+    touched = touched_files(files, sorted(keys))
+    sizes = (len(touched), len(files), sum(f.size for f in touched), sum(f.size for f in files))
+    if any(f.lo is None or f.hi is None for f in touched):
+        return MergeShape(None, *sizes)
+    return MergeShape(merge_intervals([(str(f.lo), str(f.hi)) for f in touched]), *sizes)
+
+
+def unknown_shape(files: Sequence[FileBounds], key_range: Optional[Interval]) -> MergeShape:
+    """Without the change keys: every file may be touched (the change set's key range, if known,
+    still prunes)."""
+    total = sum(f.size for f in files)
+    return MergeShape((key_range,) if key_range else None, len(files), len(files), total, total)
+
+
+MIN_WRITE_FILE_BYTES = 32 * 1024 * 1024
+
+
+def write_partitions(touched_bytes: int, target_file_bytes: int, cores: int) -> int:
+    """How many files a merge that rewrites `touched_bytes` writes: files of about the target size,
+    but one per core while each keeps 32 MB."""
+    by_size = -(-touched_bytes // max(1, target_file_bytes))
+    return max(1, by_size, min(cores, -(-touched_bytes // MIN_WRITE_FILE_BYTES)))
+
+
+@dataclass(frozen=True)
+class CowWrite:
+    """How a copy-on-write merge writes. `hash`: no global sort (no sampling pass over the rewrite,
+    which Spark's range distribution costs), the change set partitioned into `partitions` so the
+    join writes that many files, each sorted by the mirror's sort order; else the mirror's own
+    range distribution keeps several new files apart by key. `find_files`: first look for the
+    files holding changed keys (Spark's row-level group filter), unless every file may hold one."""
+
+    hash: bool
+    partitions: Optional[int]
+    find_files: bool
+
+
+def cow_write(shape: MergeShape, target_file_bytes: int, cores: int) -> CowWrite:
+    """A spread change set, or a rewrite that fits one file, needs no global sort: the files it
+    writes are the only ones holding its keys, or they would be rewritten next time anyway."""
+    n = write_partitions(shape.touched_bytes, target_file_bytes, cores)
+    if shape.spread or n == 1:
+        return CowWrite(True, n, not shape.everything)
+    return CowWrite(False, None, not shape.everything)

@@ -1,0 +1,75 @@
+"""Which mirror files a change set can touch, from key metrics (core/pruning.py), on literal bounds."""
+import pytest
+
+from olake_cow.core.pruning import (
+    CowWrite,
+    FileBounds,
+    MergeShape,
+    cow_write,
+    merge_intervals,
+    merge_shape,
+    touched_files,
+    write_partitions,
+)
+
+pytestmark = pytest.mark.unit
+
+# A mirror sorted by key, as OLake's decimal keys sort as strings: "1000000" sorts before "100001".
+FILES = [FileBounds("f1", "0", "199999"), FileBounds("f2", "2", "399999"), FileBounds("f3", "4", "599999"),
+         FileBounds("f4", "6", "899999"), FileBounds("f5", "9", "999999")]
+
+
+def test_only_files_whose_bounds_enclose_a_changed_key_are_touched():
+    assert [f.path for f in touched_files(FILES, sorted(["950000", "999999", "1000123"]))] == ["f1", "f5"]
+    assert touched_files(FILES, []) == []
+
+
+def test_a_file_without_key_metrics_may_hold_any_key_and_disables_the_predicate():
+    files = FILES + [FileBounds("nometrics", None, None)]
+    shape = merge_shape(files, ["950000"])
+    assert shape.intervals is None and shape.touched == 2 and shape.files == 6
+
+
+def test_the_predicate_covers_exactly_the_touched_files():
+    shape = merge_shape(FILES, ["950000", "1000123"])
+    assert shape.intervals == (("0", "199999"), ("9", "999999")) and (shape.touched, shape.files) == (2, 5)
+    assert not shape.spread
+    assert merge_shape(FILES, ["zzz"]).intervals == ()  # no file can hold the key: the merge only inserts
+
+
+def test_overlapping_intervals_join_and_too_many_become_one():
+    assert merge_intervals([("a", "c"), ("b", "d"), ("x", "y")]) == (("a", "d"), ("x", "y"))
+    many = [(f"k{i:03d}", f"k{i:03d}z") for i in range(100)]
+    assert merge_intervals(many, limit=64) == (("k000", "k099z"),)
+
+
+def test_a_change_set_touching_files_with_most_of_the_bytes_is_spread():
+    md5 = [FileBounds(f"f{i}", f"{i:x}0", f"{i:x}f", 100) for i in range(16)]  # hex keys: every file gets changes
+    keys = [f"{i:x}7" for i in range(16)]
+    shape = merge_shape(md5, keys)
+    assert shape.spread and shape.everything
+    assert not MergeShape((), 0, 1, 0, 10).spread and MergeShape(None, 1, 1, 30, 30).spread
+    assert MergeShape(None, 2, 8, 50, 100).spread and not MergeShape(None, 7, 8, 49, 100).spread
+    # many small files around the newest keys, one large file of old keys: not spread
+    recent = [FileBounds("old", "0", "8", 1000)] + [FileBounds(f"n{i}", f"9{i}", f"9{i}z", 10) for i in range(6)]
+    shape = merge_shape(recent, ["90a", "93a", "95a"])
+    assert (shape.touched, shape.files, shape.spread, shape.everything) == (3, 7, False, False)
+
+
+MB = 1024 * 1024
+
+
+def test_a_merge_writes_files_of_the_target_size_but_keeps_the_cores_busy():
+    assert write_partitions(54 * MB, 128 * MB, 2) == 2
+    assert write_partitions(7 * MB, 128 * MB, 2) == 1
+    assert write_partitions(1000 * MB, 128 * MB, 4) == 8
+    assert write_partitions(0, 128 * MB, 4) == 1
+
+
+def test_a_cow_merge_sorts_globally_only_when_it_writes_several_files_of_a_small_part_of_the_mirror():
+    spread_everywhere = MergeShape(None, 8, 8, 54 * MB, 54 * MB)
+    assert cow_write(spread_everywhere, 128 * MB, 2) == CowWrite(True, 2, False)
+    one_file = MergeShape((("9", "99"),), 2, 8, 7 * MB, 54 * MB)  # newest keys: one small rewrite
+    assert cow_write(one_file, 128 * MB, 2) == CowWrite(True, 1, True)
+    several = MergeShape((("a", "c"), ("x", "z")), 20, 100, 3000 * MB, 10_000 * MB)
+    assert cow_write(several, 128 * MB, 32) == CowWrite(False, None, True)  # range: new files stay apart
