@@ -25,6 +25,7 @@ from testkit.local import (  # noqa: E402
 )
 from testkit.model import diff, normalized  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
+from testkit.readers import duckdb_rows, rust_rows  # noqa: E402
 
 from olake_cow.cli import main as job  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
@@ -39,17 +40,23 @@ def say(msg: str) -> None:
 
 
 def check(root, writer, tables) -> bool:
+    """The mirror read by Spark and by three engines that are not Spark, each against the resolved
+    source computed from what the writer committed."""
     mirror = qualified(CATALOG, NS + "_cow", TABLE + "_cow")
     cols = [f.name for f in root.table(mirror).schema.fields]
-    actual = normalized(read_rows(root, mirror), cols)
     expected = normalized(writer.model(TABLE).expected("keep"), cols)
     mir = tables.state(NS + "_cow", TABLE + "_cow")
-    via_pyiceberg = normalized(pyiceberg_rows(mir.metadata_location), cols)
-    ok = actual == expected and via_pyiceberg == expected
-    print(f"   mirror rows: {len(actual)} (Spark) / {len(via_pyiceberg)} (pyiceberg); "
-          f"resolved source: {len(expected)} -> {'EQUAL' if ok else 'DIFFERENT'}")
-    if not ok:
-        print("   " + diff(actual, expected))
+    reads = {"Spark": read_rows(root, mirror), "pyiceberg": pyiceberg_rows(mir.metadata_location),
+             "DuckDB": duckdb_rows(mir.metadata_location), "iceberg-rust": rust_rows(mir.metadata_location)}
+    ok = True
+    for engine, rows in reads.items():
+        actual = normalized(rows, cols)
+        same = actual == expected
+        ok = ok and same
+        print(f"   {engine:<13} reads {len(actual)} mirror rows; resolved source: {len(expected)} -> "
+              f"{'EQUAL' if same else 'DIFFERENT'}")
+        if not same:
+            print("   " + diff(actual, expected))
     return ok
 
 
@@ -68,7 +75,7 @@ def source_unchanged(root, tables, before) -> bool:
 
 def main() -> int:
     shutil.rmtree(WORK, ignore_errors=True)
-    dest = hadoop_destination(os.path.join(WORK, "warehouse"), CATALOG)
+    dest = hadoop_destination("file://" + os.path.join(WORK, "warehouse"), CATALOG)
     dest_path = write_destination(os.path.join(WORK, "destination.json"), dest)
     say("starting local Spark with the Iceberg runtime")
     root, cfg = local_session(dest)
