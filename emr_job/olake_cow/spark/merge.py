@@ -26,6 +26,8 @@ KEYS_LISTED = 20_000
 DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
 GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
 FILES_LISTED_DIRECTLY = 200  # mirrors of up to this many files: their bounds through Iceberg's API, no Spark job
+
+
 @dataclass(frozen=True)
 class ChangeSummary:
     """What one pass over a resolved change set gives the merge and its audit."""
