@@ -268,3 +268,35 @@ def test_mirror_file_size_defaults_to_128_mb_and_follows_the_option(rlake):
     assert rlake.run("--target-file-size-mb", "8") == 0
     assert rlake.mirror("t").properties.get(prop) == str(8 * 1024 * 1024)
     rlake.assert_mirror_matches("t")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_files_read_from_manifests_equal_the_entries_table(rlake, version, monkeypatch):
+    """The change reader lists new files through Iceberg's API when they are few, else through the
+    `entries` metadata table: both give the same files, bounds and delete references."""
+    from olake_cow.core.identifiers import qualified
+    from olake_cow.core.readonly import Interval
+    from olake_cow.spark import change_reader
+    from olake_cow.spark.change_reader import ChangeReader
+    from olake_cow.spark.iceberg import IcebergTables
+
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], format_version=version)
+    lake.writer.backfill("t", rows(0, 40), chunk=10)
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300}], pure_deletes=["4"], dedupe=version == 2)
+    lake.writer.delete_where("t", "v >= 10 AND v < 15", lambda r: r.get("v") is not None and 10 <= r["v"] < 15,
+                             mode="merge-on-read")
+    source = lake.source("t")
+    spark = lake.writer.spark
+    reader = ChangeReader(spark, IcebergTables(spark, lake.catalog), lake.ns, "t",
+                          qualified(lake.catalog, lake.ns, "t"), source, "soft")
+    seqs = sorted({s.sequence_number for s in source.snapshots})
+    for start in [0] + seqs[:-1]:
+        iv = Interval(None, start, source.current_id)
+        direct = reader._entries(iv)
+        monkeypatch.setattr(change_reader, "ENTRIES_LISTED_DIRECTLY", -1)
+        table = reader._entries(iv)
+        monkeypatch.undo()
+        assert sorted(direct, key=lambda e: e.path) == sorted(table, key=lambda e: e.path), start
+    kinds = {e.content for e in reader._entries(Interval(None, 0, source.current_id))}
+    assert kinds == {0, 1, 2}, kinds  # data, position deletes (or DVs) and equality deletes were compared

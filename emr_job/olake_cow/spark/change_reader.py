@@ -21,6 +21,7 @@ DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2
 # Field id of `file_path` in position-delete files (MetadataColumns.DELETE_FILE_PATH): its bounds
 # say which data files a position-delete file can point at, without reading it.
 DELETE_FILE_PATH_ID = 2147483546
+ENTRIES_LISTED_DIRECTLY = 500  # up to this many files in the candidate manifests: read them through Iceberg's API
 
 
 @dataclass
@@ -49,7 +50,6 @@ class ChangeSet:
 
 @dataclass(frozen=True)
 class _Entry:
-    snapshot_id: int
     seq: int
     content: int
     file: FileRef
@@ -226,18 +226,25 @@ class ChangeReader:
             raise
 
     def _entries(self, iv: Interval) -> List[_Entry]:
-        """Data and delete files live at the interval's end and newer than its start."""
+        """Data and delete files live at the interval's end and newer than its start: from the
+        manifests through Iceberg's API when they list few files, else the `entries` table."""
+        listed = self.tables.live_files_after(self.namespace, self.table, iv.end_id, iv.start_seq,
+                                              self.key_field_id, DELETE_FILE_PATH_ID, ENTRIES_LISTED_DIRECTLY)
+        if listed is not None:
+            return [_Entry(e["seq"], e["content"], FileRef(e["path"], e["format"].upper(), e["size"], e["records"]),
+                           e["format"].upper() == "PUFFIN", e["ref"], e["eq"], e["lo"], e["hi"],
+                           e["ref_lo"], e["ref_hi"]) for e in listed]
         ref = "data_file.referenced_data_file"  # Iceberg 1.7+ (the job needs 1.10)
         rows = self.session.sql(
-            f"SELECT snapshot_id, sequence_number, data_file.content AS content, data_file.file_path AS path, "
+            f"SELECT sequence_number, data_file.content AS content, data_file.file_path AS path, "
             f"data_file.file_size_in_bytes AS size, data_file.record_count AS records, "
             f"data_file.file_format AS format, {ref} AS ref, data_file.equality_ids AS eq, "
             f"readable_metrics.{quote(KEY)}.lower_bound AS lo, readable_metrics.{quote(KEY)}.upper_bound AS hi, "
             f"data_file.lower_bounds[{DELETE_FILE_PATH_ID}] AS ref_lo, "
             f"data_file.upper_bounds[{DELETE_FILE_PATH_ID}] AS ref_hi FROM {self.source_q}.{quote('entries')} "
             f"VERSION AS OF {iv.end_id} WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
-        return [_Entry(int(r["snapshot_id"]), int(r["sequence_number"]), int(r["content"]), _file_ref(r),
-                       str(r["format"]).upper() == "PUFFIN", r["ref"], r["eq"] or (), r["lo"], r["hi"],
+        return [_Entry(int(r["sequence_number"]), int(r["content"]), _file_ref(r),
+                       str(r["format"]).upper() == "PUFFIN", r["ref"], tuple(r["eq"] or ()), r["lo"], r["hi"],
                        _bytes(r["ref_lo"]), _bytes(r["ref_hi"])) for r in rows]
 
     def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet, bounds: List[Tuple[Optional[str], Optional[str]]]):
@@ -336,14 +343,15 @@ def _bytes(value) -> Optional[bytes]:
     return bytes(value) if value is not None else None
 
 
-MIN_RANGES = 8
+MIN_RANGES = 32
 MIN_RANGE_BYTES = 4 * 1024 * 1024
 
 
 def rebuild_partitions(source_bytes: int, target_file_bytes: int, cores: int) -> int:
     """How many key ranges (and files) a rebuild writes: files of about the target size, but at
-    least 8 ranges (or one per core, if more) while each keeps 4 MB, so that a copy-on-write merge
-    of keys near each other (the newest keys, say) rewrites a fraction of a small mirror, not all of it."""
+    least 32 ranges (or one per core, if more) while each keeps 4 MB, so that a copy-on-write merge
+    of keys near each other (the newest keys, say) rewrites a small fraction of a small mirror
+    (measured at 4M rows: 32 ranges of 7 MB take 1.75 s a merge where 8 of 27 MB take 2.33 s)."""
     by_size = -(-source_bytes // max(1, target_file_bytes))
     by_spread = min(max(MIN_RANGES, cores), source_bytes // MIN_RANGE_BYTES)
     return max(1, by_size, by_spread)

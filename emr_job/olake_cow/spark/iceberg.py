@@ -160,6 +160,61 @@ class IcebergTables:
             scan.close()
         return out
 
+    def live_files_after(self, namespace: str, table: str, snapshot_id: int, after_seq: int,
+                         key_field_id: Optional[int], path_field_id: int, most: int) -> Optional[List[Dict]]:
+        """The data and delete files live in a snapshot with a data sequence number above
+        `after_seq`, read from its manifests (what the `entries` metadata table gives, without a
+        Spark job); None when the manifests that can hold them list more than `most` files (a
+        few py4j calls per file: for the small sets a run usually reads)."""
+        t = self.load(namespace, table)
+        snap = t.snapshot(int(snapshot_id))
+        if snap is None:
+            return []
+        iceberg, io, specs = self.jvm.org.apache.iceberg, t.io(), t.specs()
+        manifests = [m for m in snap.allManifests(io) if int(m.sequenceNumber()) > after_seq]
+        listed = 0
+        for m in manifests:
+            added, existing = m.addedFilesCount(), m.existingFilesCount()
+            if added is None or existing is None:
+                return None
+            listed += int(added) + int(existing)
+        if listed > most:
+            return None
+        string, to_bytes = iceberg.types.Types.StringType.get(), iceberg.util.ByteBuffers.toByteArray
+
+        def bound(bounds, field_id, text: bool):
+            value = bounds.get(field_id) if bounds is not None and field_id is not None else None
+            if value is None:
+                return None
+            return str(iceberg.types.Conversions.fromByteBuffer(string, value)) if text else bytes(to_bytes(value))
+
+        out = []
+        for m in manifests:
+            deletes = str(m.content().name()) == "DELETES"
+            reader = (iceberg.ManifestFiles.readDeleteManifest(m, io, specs) if deletes
+                      else iceberg.ManifestFiles.read(m, io, specs))
+            try:
+                it = reader.iterator()  # live entries only (added and existing)
+                while it.hasNext():
+                    f = it.next()
+                    seq = f.dataSequenceNumber()
+                    if seq is None or int(seq) <= after_seq:
+                        continue
+                    lower, upper = f.lowerBounds(), f.upperBounds()
+                    eq = f.equalityFieldIds() if deletes else None
+                    out.append({"seq": int(seq), "content": int(f.content().id()), "path": str(f.location()),
+                                "format": str(f.format().name()), "size": int(f.fileSizeInBytes()),
+                                "records": int(f.recordCount()),
+                                "ref": (str(f.referencedDataFile()) if deletes and f.referencedDataFile() is not None
+                                        else None),
+                                "eq": tuple(int(i) for i in eq) if eq is not None else (),
+                                "lo": bound(lower, key_field_id, True), "hi": bound(upper, key_field_id, True),
+                                "ref_lo": bound(lower, path_field_id, False) if deletes else None,
+                                "ref_hi": bound(upper, path_field_id, False) if deletes else None})
+            finally:
+                reader.close()
+        return out
+
     def removed_data_files(self, namespace: str, table: str, snapshot_id: int) -> List[Tuple[str, int]]:
         """(path, data sequence number) of the data files a snapshot removed."""
         t = self.load(namespace, table)

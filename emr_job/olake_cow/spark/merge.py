@@ -18,10 +18,10 @@ from .changes import ACTION, KEY, aligned_rows, merge_sql
 from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
-# A dv merge whose keys may be in any file filters the mirror's rows by an IN list of up to this
-# many keys before its join (measured: about a third less time at 5,000 keys over 1M rows). Where
-# key metrics prune files, or in a cow merge (which rewrites whole files anyway), the list costs more
-# to plan than it saves.
+# A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
+# MERGE is an outer join that cannot broadcast the change set, so the mirror side is shuffled, and
+# the list keeps that to the matched rows (measured at 1M rows, 5,000 keys: 1.45 s -> 1.25 s a run).
+# A cow merge rewrites whole files anyway: there the list costs more to plan than it saves.
 KEYS_LISTED = 20_000
 DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
 GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
@@ -108,7 +108,7 @@ class MirrorWriter:
                 try:
                     cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
                     intervals = shape.intervals if shape is not None else None
-                    listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.everything
+                    listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.intervals != ()
                                       and keys is not None and len(keys) <= KEYS_LISTED) else None
                     self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
                 finally:
