@@ -118,13 +118,13 @@ def test_a_rebuild_splits_its_keys_into_ranges_of_about_equal_size():
     assert range_bounds(["a"] * 10 + ["b"] * 2, 4) == []  # the quantiles are all one key: one range
 
 
-def test_a_rebuild_writes_files_of_the_target_size_but_at_least_32_ranges_of_4_mb():
+def test_a_rebuild_writes_files_of_the_target_size_but_up_to_32_ranges_of_6_mb():
     from olake_cow.spark.change_reader import rebuild_partitions
 
     mb = 1024 * 1024
     assert rebuild_partitions(220 * mb, 128 * mb, 2) == 32  # 32 ranges of about 7 MB
-    assert rebuild_partitions(54 * mb, 128 * mb, 2) == 13  # each range keeps 4 MB
-    assert rebuild_partitions(10 * mb, 128 * mb, 2) == 2  # each range keeps 4 MB
+    assert rebuild_partitions(54 * mb, 128 * mb, 2) == 9  # each range keeps 6 MB
+    assert rebuild_partitions(20 * mb, 128 * mb, 2) == 3
     assert rebuild_partitions(1 * mb, 128 * mb, 2) == 1
     assert rebuild_partitions(10_000 * mb, 128 * mb, 32) == 79  # by size
     assert rebuild_partitions(500 * mb, 128 * mb, 64) == 64  # one per core
