@@ -42,6 +42,13 @@ class ChangeSet:
     key_range: Optional[Tuple[str, str]] = None
     _cleanup: List[Callable[[], None]] = field(default_factory=list)
 
+    def count_read(self, files: int, size: int, records: int) -> None:
+        """Add what one reading read (records: toward the bound on the keys, while it is known)."""
+        self.files_read += files
+        self.bytes_read += size
+        if self.records_read is not None:
+            self.records_read += records
+
     def close(self) -> None:
         for fn in reversed(self._cleanup):
             fn()
@@ -101,11 +108,10 @@ class ChangeReader:
     def _whole_snapshot_io(self, snapshot_id: Optional[int], cs: ChangeSet) -> None:
         snap = self.source.snapshot(snapshot_id)
         if snap is not None:
-            cs.files_read += snap.summary_int(Summary.TOTAL_DATA_FILES) + snap.summary_int(Summary.TOTAL_DELETE_FILES)
-            cs.bytes_read += snap.summary_int(Summary.TOTAL_FILES_SIZE)
-            if cs.records_read is not None:
-                cs.records_read += (snap.summary_int(Summary.TOTAL_RECORDS) + snap.summary_int(Summary.TOTAL_EQ_DELETES)
-                                    + snap.summary_int(Summary.TOTAL_POS_DELETES))
+            cs.count_read(snap.summary_int(Summary.TOTAL_DATA_FILES) + snap.summary_int(Summary.TOTAL_DELETE_FILES),
+                          snap.summary_int(Summary.TOTAL_FILES_SIZE),
+                          snap.summary_int(Summary.TOTAL_RECORDS) + snap.summary_int(Summary.TOTAL_EQ_DELETES)
+                          + snap.summary_int(Summary.TOTAL_POS_DELETES))
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ChangeSet:
         """Every row of the snapshot, one per key, range-partitioned and sorted by key on the way
@@ -230,10 +236,14 @@ class ChangeReader:
         manifests through Iceberg's API when they list few files, else the `entries` table."""
         listed = self.tables.live_files_after(self.namespace, self.table, iv.end_id, iv.start_seq,
                                               self.key_field_id, DELETE_FILE_PATH_ID, ENTRIES_LISTED_DIRECTLY)
-        if listed is not None:
-            return [_Entry(e["seq"], e["content"], FileRef(e["path"], e["format"].upper(), e["size"], e["records"]),
-                           e["format"].upper() == "PUFFIN", e["ref"], e["eq"], e["lo"], e["hi"],
-                           e["ref_lo"], e["ref_hi"]) for e in listed]
+        if listed is None:
+            listed = self._entries_table(iv)
+        return [_Entry(e["seq"], e["content"], FileRef(e["path"], e["format"].upper(), e["size"], e["records"]),
+                       e["format"].upper() == "PUFFIN", e["ref"], e["eq"], e["lo"], e["hi"],
+                       e["ref_lo"], e["ref_hi"]) for e in listed]
+
+    def _entries_table(self, iv: Interval) -> List[Dict[str, Any]]:
+        """What live_files_after gives, from the `entries` metadata table (a Spark job)."""
         ref = "data_file.referenced_data_file"  # Iceberg 1.7+ (the job needs 1.10)
         rows = self.session.sql(
             f"SELECT sequence_number, data_file.content AS content, data_file.file_path AS path, "
@@ -243,9 +253,10 @@ class ChangeReader:
             f"data_file.lower_bounds[{DELETE_FILE_PATH_ID}] AS ref_lo, "
             f"data_file.upper_bounds[{DELETE_FILE_PATH_ID}] AS ref_hi FROM {self.source_q}.{quote('entries')} "
             f"VERSION AS OF {iv.end_id} WHERE status < 2 AND sequence_number > {iv.start_seq}").collect()
-        return [_Entry(int(r["sequence_number"]), int(r["content"]), _file_ref(r),
-                       str(r["format"]).upper() == "PUFFIN", r["ref"], tuple(r["eq"] or ()), r["lo"], r["hi"],
-                       _bytes(r["ref_lo"]), _bytes(r["ref_hi"])) for r in rows]
+        return [{"seq": int(r["sequence_number"]), "content": int(r["content"]), "path": r["path"],
+                 "format": str(r["format"]), "size": int(r["size"] or 0), "records": int(r["records"] or 0),
+                 "ref": r["ref"], "eq": tuple(r["eq"] or ()), "lo": r["lo"], "hi": r["hi"],
+                 "ref_lo": _bytes(r["ref_lo"]), "ref_hi": _bytes(r["ref_hi"])} for r in rows]
 
     def _interval(self, sets: TaskSets, iv: Interval, cs: ChangeSet, bounds: List[Tuple[Optional[str], Optional[str]]]):
         """(visible new rows or None, [DataFrames of deleted keys]) of one interval; adds the key
@@ -256,10 +267,7 @@ class ChangeReader:
         equality = [self._check_equality_delete(e.file, e.equality_ids) for e in entries
                     if e.content == EQUALITY_DELETES]
         positional = [e for e in entries if e.content == POSITION_DELETES]
-        cs.files_read += len(entries)
-        cs.bytes_read += sum(e.file.size for e in entries)
-        if cs.records_read is not None:
-            cs.records_read += sum(e.file.records for e in entries)
+        cs.count_read(len(entries), sum(e.file.size for e in entries), sum(e.file.records for e in entries))
         end_plan = sets.plan(iv.end_id) if fresh or positional else None
         rows = sets.read(end_plan.pick(fresh)) if fresh and end_plan is not None else None
         keys = []
@@ -308,10 +316,7 @@ class ChangeReader:
             else:
                 raise ResyncNeededError(f"data file {path} is older than the interval it changed in but was "
                                         f"not in source snapshot {iv.start_id}")
-            cs.files_read += 2
-            cs.bytes_read += 2 * int(task.file().fileSizeInBytes())
-            if cs.records_read is not None:
-                cs.records_read += int(task.file().recordCount())
+            cs.count_read(2, 2 * int(task.file().fileSizeInBytes()), int(task.file().recordCount()))
         shown_before = sets.read(before).select(KEY)
         shown_after = sets.read(after).select(KEY)
         return shown_before.join(shown_after, on=KEY, how="left_anti")
@@ -328,10 +333,8 @@ class ChangeReader:
             raise ResyncNeededError(f"source snapshot {snapshot_id} removed older files, and the snapshot "
                                     "before it was expired")
         tasks = sets.plan(snap.parent_id).pick(held)
-        cs.files_read += len(tasks)
-        cs.bytes_read += sum(int(t.file().fileSizeInBytes()) for t in tasks)
-        if cs.records_read is not None:
-            cs.records_read += sum(int(t.file().recordCount()) for t in tasks)
+        cs.count_read(len(tasks), sum(int(t.file().fileSizeInBytes()) for t in tasks),
+                      sum(int(t.file().recordCount()) for t in tasks))
         return sets.read(tasks).select(KEY)
 
 

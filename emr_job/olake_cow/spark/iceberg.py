@@ -141,20 +141,14 @@ class IcebergTables:
         t = self.load(namespace, table)
         if t.currentSnapshot() is None:
             return []
-        iceberg = self.jvm.org.apache.iceberg
-        string = iceberg.types.Types.StringType.get()
-
-        def decode(bounds):
-            value = bounds.get(field_id) if bounds is not None else None
-            return str(iceberg.types.Conversions.fromByteBuffer(string, value)) if value is not None else None
-
         out = []
         scan = t.newScan().includeColumnStats().planFiles()  # a scan drops column stats unless asked
         try:
             it = scan.iterator()
             while it.hasNext():
                 f = it.next().file()
-                out.append((str(f.location()), decode(f.lowerBounds()), decode(f.upperBounds()),
+                out.append((str(f.location()), self._bound(f.lowerBounds(), field_id),
+                            self._bound(f.upperBounds(), field_id),
                             int(f.fileSizeInBytes())))
         finally:
             scan.close()
@@ -180,14 +174,7 @@ class IcebergTables:
             listed += int(added) + int(existing)
         if listed > most:
             return None
-        string, to_bytes = iceberg.types.Types.StringType.get(), iceberg.util.ByteBuffers.toByteArray
-
-        def bound(bounds, field_id, text: bool):
-            value = bounds.get(field_id) if bounds is not None and field_id is not None else None
-            if value is None:
-                return None
-            return str(iceberg.types.Conversions.fromByteBuffer(string, value)) if text else bytes(to_bytes(value))
-
+        bound = self._bound
         out = []
         for m in manifests:
             deletes = str(m.content().name()) == "DELETES"
@@ -214,6 +201,17 @@ class IcebergTables:
             finally:
                 reader.close()
         return out
+
+    def _bound(self, bounds, field_id: Optional[int], text: bool = True):
+        """One column's bound from a file's lower or upper bounds map: decoded as a string, or the
+        raw bytes; None when absent."""
+        value = bounds.get(field_id) if bounds is not None and field_id is not None else None
+        if value is None:
+            return None
+        iceberg = self.jvm.org.apache.iceberg
+        if text:
+            return str(iceberg.types.Conversions.fromByteBuffer(iceberg.types.Types.StringType.get(), value))
+        return bytes(iceberg.util.ByteBuffers.toByteArray(value))
 
     def removed_data_files(self, namespace: str, table: str, snapshot_id: int) -> List[Tuple[str, int]]:
         """(path, data sequence number) of the data files a snapshot removed."""
