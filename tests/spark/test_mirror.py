@@ -70,6 +70,24 @@ def test_deletes_survive_another_tools_rewrite_that_drops_their_delete_files(lak
     lake.assert_mirror_matches("t")
 
 
+def test_dropped_deletes_of_keys_outside_the_change_sets_files_reach_the_mirror(lake, monkeypatch):
+    """Found by the soak (truncate, dv): the deleted keys ("0", "9") lie outside the key bounds of
+    every file left in the change set ("3".."5"), and a change set whose keys are not collected is
+    merged by its key range from file metrics: that range must cover the dropped delete files."""
+    from olake_cow.spark import merge
+
+    monkeypatch.setattr(merge, "KEYS_COLLECTED", 0)  # the key-range path of a large change set
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 30}], pure_deletes=["0"])
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 40}], pure_deletes=["9"])
+    lake.writer.rewrite_files("t")
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 50}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert not {"0", "9"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
 def test_duplicate_visible_rows_keep_the_latest_change(lake):
     make(lake)
     assert lake.run() == 0

@@ -134,13 +134,15 @@ class ChangeReader:
         """Truncate mode: the change-set snapshot's rows, and the keys of its equality-delete files
         that have no visible row (the previous boundary removed every older delete file). When a
         rewrite in the change set dropped delete files, `dropped_window` names the change set's
-        snapshots, and the delete files they added are read too."""
+        snapshots, and the delete files they added are read too (their keys may lie outside every
+        file left: they count toward the change set's key range and its bound on keys)."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         latest = latest_per_key(self._snapshot_rows(snapshot_id))
         changes = latest.withColumn(ACTION, upsert_action(latest, self.delete_mode))
         cs = ChangeSet(None, rebuild=False)
+        dropped_bounds: List[Tuple[Optional[str], Optional[str]]] = []
         try:
             if snapshot_id is not None:
                 cols = ("file_path AS path, file_format AS format, file_size_in_bytes AS size, "
@@ -148,12 +150,20 @@ class ChangeReader:
                 rows = self.session.sql(
                     f"SELECT {cols} FROM {self.source_q}.{quote('delete_files')} "
                     f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
+                live = {r["path"] for r in rows}
                 if dropped_window:
-                    cs.records_read = None  # delete files no longer in the snapshot's totals
-                    rows += self.session.sql(
-                        f"SELECT DISTINCT {', '.join('data_file.' + c for c in cols.split(', '))} "
+                    metrics = f"readable_metrics.{quote(KEY)}"
+                    dropped = [r for r in self.session.sql(
+                        f"SELECT DISTINCT {', '.join('data_file.' + c for c in cols.split(', '))}, "
+                        f"{metrics}.lower_bound AS lo, {metrics}.upper_bound AS hi "
                         f"FROM {self.source_q}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
                         f"AND snapshot_id IN ({', '.join(str(int(s)) for s in dropped_window)})").collect()
+                        if r["path"] not in live]
+                    dropped = list({r["path"]: r for r in dropped}.values())
+                    cs.count_read(len(dropped), sum(int(r["size"] or 0) for r in dropped),
+                                  sum(int(r["records"] or 0) for r in dropped))
+                    dropped_bounds = [(r["lo"], r["hi"]) for r in dropped]
+                    rows += dropped
                 unique = {r["path"]: r for r in rows}
                 files = [self._check_equality_delete(_file_ref(r), r["eq"]) for _, r in sorted(unique.items())]
                 if files:
@@ -175,7 +185,9 @@ class ChangeReader:
                 f"count(readable_metrics.{quote(KEY)}.upper_bound) AS known "
                 f"FROM {self.source_q}.{quote('files')} VERSION AS OF {int(snapshot_id)}").collect()[0]
             if row["n"] and row["n"] == row["known"]:
-                cs.key_range = (str(row["lo"]), str(row["hi"]))
+                cs.key_range = _span([(row["lo"], row["hi"])] + dropped_bounds)
+            elif not row["n"]:
+                cs.key_range = _span(dropped_bounds)
         return cs
 
     def _check_equality_delete(self, file: FileRef, ids: Optional[Sequence[int]]) -> FileRef:
