@@ -300,3 +300,28 @@ def test_files_read_from_manifests_equal_the_entries_table(rlake, version, monke
         assert sorted(direct, key=lambda e: e.path) == sorted(table, key=lambda e: e.path), start
     kinds = {e.content for e in reader._entries(Interval(None, 0, source.current_id))}
     assert kinds == {0, 1, 2}, kinds  # data, position deletes (or DVs) and equality deletes were compared
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_change_set_merged_by_its_key_range_misses_no_delete(rlake, version, monkeypatch):
+    """The path of change sets too large to collect their keys (merged by the key range of what
+    was read): pure deletes at both ends of the key order ("0", "9"), a user's DELETE (position
+    deletes or deletion vectors), another tool's rewrite, then deletes again."""
+    from olake_cow.spark import merge
+
+    monkeypatch.setattr(merge, "KEYS_COLLECTED", 0)
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], format_version=version)
+    lake.writer.backfill("t", rows(0, 40), chunk=10)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300}], pure_deletes=["0", "9"],
+                       dedupe=version == 2)
+    lake.writer.delete_where("t", "v >= 10 AND v < 15", lambda r: r.get("v") is not None and 10 <= r["v"] < 15)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    lake.writer.rewrite_files("t")
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200}], pure_deletes=["39", "1"],
+                       dedupe=version == 2)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert not {"0", "1", "9", "39", "10", "14"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
