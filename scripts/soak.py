@@ -10,7 +10,7 @@ the mirror holds, computed independently by the writer's model (testkit/model.py
 Spark, pyiceberg (which refuses equality deletes), DuckDB and iceberg-rust. Prints the figures and
 writes them as JSON. Exit 0 only with 0 mismatches and 0 failed runs.
 
-    .venv/bin/python scripts/soak.py --variants readonly:dv,truncate:cow   # what CI runs (minutes each)
+    .venv/bin/python scripts/soak.py --seed 20261121   # what CI runs: all four variants (minutes each)
     .venv/bin/python scripts/soak.py --kills 26 --concurrent 10 --out docs/soak.json   # all four variants
 """
 import argparse
