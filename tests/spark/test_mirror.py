@@ -325,3 +325,19 @@ def test_a_change_touching_most_keys(lake):
     lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": k, "s": "again"} for k in range(1, 2000, 2)])
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_users_delete_of_rows_written_since_the_last_run(lake, version):
+    """A user's DELETE FROM (position deletes, or deletion vectors on v3) of rows OLake wrote since
+    the last run: an update (its new row deleted, its older row deleted by OLake) and an insert."""
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], format_version=version)
+    lake.writer.backfill("t", rows(0, 20))
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300},
+                             {"_olake_id": "4", "_op_type": "u", "v": 400},
+                             {"_olake_id": "77", "_op_type": "c", "v": 770}], dedupe=version == 2)
+    lake.writer.delete_where("t", "v = 300 OR v = 770", lambda r: r.get("v") in (300, 770))
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert not {"3", "77"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
