@@ -92,6 +92,15 @@ class OlakeWriter:
     def widen_column(self, table: str, name: str, typ: str) -> None:
         self.spark.sql(f"ALTER TABLE {self.q(table)} ALTER COLUMN {quote(name)} TYPE {typ}")
 
+    def rename_column(self, table: str, name: str, new_name: str) -> None:
+        """A user (or another tool) renames a column of OLake's table: the rows keep their values
+        under the new name."""
+        self.spark.sql(f"ALTER TABLE {self.q(table)} RENAME COLUMN {quote(name)} TO {quote(new_name)}")
+        with self._lock:
+            for row in self.models[table].rows.values():
+                if name in row:
+                    row[new_name] = row.pop(name)
+
     # -- commits -------------------------------------------------------------------------
     def backfill(self, table: str, rows: Iterable[Mapping[str, Any]], chunk: int = 0) -> None:
         """Full refresh: append-only commits of `r` rows (one per chunk)."""

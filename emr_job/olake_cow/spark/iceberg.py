@@ -6,6 +6,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.errors import SchemaEvolutionError, TableNotFoundError
+from ..core.renames import renames
 from ..core.snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
 
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
@@ -279,6 +280,9 @@ class IcebergTables:
         changed a type in a way Iceberg cannot promote."""
         src, mirror = self.load(source_ns, source), self.load(ns, table)
         changed = []
+        if self._follow_renames(src, mirror):
+            mirror.refresh()
+            changed.append("renamed columns")
         update = mirror.updateSchema().unionByNameWith(src.schema())
         try:
             wanted = update.apply()
@@ -304,6 +308,19 @@ class IcebergTables:
             replace.commit()
             changed.append("sort order")
         return changed
+
+    def _follow_renames(self, src, mirror) -> bool:
+        """Rename the mirror's columns the source renamed (core/renames.py); whether any was."""
+        to_json = self.jvm.org.apache.iceberg.SchemaParser.toJson
+        schemas = [json.loads(to_json(s)) for s in src.schemas().values()]
+        found = renames(schemas, int(src.schema().schemaId()), json.loads(to_json(mirror.schema())))
+        if not found:
+            return False
+        update = mirror.updateSchema()
+        for old, new in found:
+            update = update.renameColumn(old, new)
+        update.commit()
+        return True
 
     def _wanted_order(self, src, schema):
         order = src.sortOrder()
