@@ -6,7 +6,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.errors import SchemaEvolutionError, TableNotFoundError
-from ..core.renames import renames
+from ..core.renames import field_names, renames
 from ..core.snapshots import BOUNDARY_KEY, MISSING, TableState, state_from_metadata
 
 TARGET_FILE_SIZE = "write.target-file-size-bytes"
@@ -312,8 +312,11 @@ class IcebergTables:
     def _follow_renames(self, src, mirror) -> bool:
         """Rename the mirror's columns the source renamed (core/renames.py); whether any was."""
         to_json = self.jvm.org.apache.iceberg.SchemaParser.toJson
+        current, held = json.loads(to_json(src.schema())), json.loads(to_json(mirror.schema()))
+        if set(field_names(current).values()) <= set(field_names(held).values()):
+            return False  # every source name is in the mirror: no older schema is needed
         schemas = [json.loads(to_json(s)) for s in src.schemas().values()]
-        found = renames(schemas, int(src.schema().schemaId()), json.loads(to_json(mirror.schema())))
+        found = renames(schemas, int(src.schema().schemaId()), held)
         if not found:
             return False
         update = mirror.updateSchema()
