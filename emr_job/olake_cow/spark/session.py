@@ -106,7 +106,25 @@ def build_session(cfg: DestinationConfig, app_name: str, master: Optional[str] =
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("OLAKE_COW_SPARK_LOG_LEVEL", "ERROR"))
     apply_secrets(session, cfg)
+    py4j_no_delay(session)
     return session
+
+
+def py4j_no_delay(session) -> bool:
+    """Turn off Nagle's algorithm on the JVM's end of this Python thread's py4j connection (one
+    connection per thread). Py4J writes a reply through an 8 KB buffer, so a longer reply leaves
+    in pieces and Nagle holds the last one until the Python side's delayed ACK: every call that
+    returned more than 8 KB (a table's metadata JSON) took 44 ms instead of under 1 ms. Best
+    effort: False when the JVM does not let us reach the socket."""
+    try:
+        jvm = session._jvm
+        thread = jvm.java.lang.Thread.currentThread()
+        target = jvm.java.lang.Class.forName("java.lang.Thread").getDeclaredField("target")
+        target.setAccessible(True)
+        target.get(thread).getSocket().setTcpNoDelay(True)
+        return True
+    except Exception:  # noqa: BLE001 - a speed-up only
+        return False
 
 
 def apply_secrets(session, cfg: DestinationConfig) -> None:
@@ -126,4 +144,5 @@ def table_session(root, cfg: DestinationConfig):
     for key, value in public.items():
         session.conf.set(f"{prefix}.{key}", value)
     apply_secrets(session, cfg)
+    py4j_no_delay(session)  # table sessions are made in the thread that runs the table
     return session
