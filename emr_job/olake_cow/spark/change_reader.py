@@ -169,7 +169,7 @@ class ChangeReader:
                 if files:
                     sets = TaskSets(self.session, self.tables.load(self.namespace, self.table), self.source_q)
                     cs._cleanup.append(sets.close)
-                    keys = self._equality_keys(sets, files)
+                    keys = self._equality_keys(sets, files).distinct()  # one 'D' row per key for the MERGE
                     delete_only = keys.join(latest.select(KEY), on=KEY, how="left_anti").withColumn(ACTION, F.lit("D"))
                     changes = changes.unionByName(delete_only, allowMissingColumns=True)
             cs.frame = changes.persist(StorageLevel.MEMORY_AND_DISK)
@@ -198,8 +198,9 @@ class ChangeReader:
         return file
 
     def _equality_keys(self, sets: TaskSets, files: Sequence[FileRef]):
-        """The keys equality-delete files delete, read by Iceberg's reader through the table's FileIO."""
-        return sets.read(sets.file_tasks(files)).select(KEY).distinct()
+        """The keys equality-delete files delete (a key may repeat), read by Iceberg's reader
+        through the table's FileIO."""
+        return sets.read(sets.file_tasks(files)).select(KEY)
 
     # --- readonly: what changed between two snapshots -----------------------------------------
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
@@ -225,11 +226,11 @@ class ChangeReader:
                 rows, keys = self._interval(sets, iv, cs, bounds)
                 if rows is not None:
                     row_parts.append(rows.withColumn(PART, F.lit(part)))
-                if keys:
+                if keys:  # repeated keys need no distinct: compose() keeps one row per key
                     union = keys[0]
                     for k in keys[1:]:
                         union = union.unionByName(k)
-                    key_parts.append(union.distinct().withColumn(PART, F.lit(part)))
+                    key_parts.append(union.withColumn(PART, F.lit(part)))
             # The table's schema only types key-only parts and an empty change set (a lookup costs an analysis).
             schema = self.session.table(self.source_q).schema if key_parts or not row_parts else None
             frame = compose(row_parts, key_parts, self.delete_mode, schema)

@@ -2,7 +2,7 @@
 loading metadata in one read, the marked truncate, publishing with the checkpoint in one commit,
 mirror creation and evolution, and reading which files a snapshot added or removed."""
 import json
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.errors import SchemaEvolutionError, TableNotFoundError
@@ -58,6 +58,7 @@ class IcebergTables:
         self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
         spark_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog)
         self.catalog = spark_catalog.icebergCatalog()
+        self._idents: Dict[Tuple[str, str], Any] = {}  # a run looks the same few tables up many times
 
     def _namespace(self, namespace: str):
         arr = self.session.sparkContext._gateway.new_array(self.jvm.java.lang.String, 1)
@@ -65,7 +66,12 @@ class IcebergTables:
         return self.jvm.org.apache.iceberg.catalog.Namespace.of(arr)
 
     def ident(self, namespace: str, table: str):
-        return self.jvm.org.apache.iceberg.catalog.TableIdentifier.of(self._namespace(namespace), table)
+        """The table's identifier (immutable on the Java side, so kept: four py4j calls each)."""
+        found = self._idents.get((namespace, table))
+        if found is None:
+            found = self.jvm.org.apache.iceberg.catalog.TableIdentifier.of(self._namespace(namespace), table)
+            self._idents[(namespace, table)] = found
+        return found
 
     def load(self, namespace: str, table: str):
         try:
