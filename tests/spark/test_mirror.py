@@ -283,6 +283,21 @@ def test_a_backlog_of_many_commits_is_merged_in_one_run(lake):
     assert lake.mirror_source_snapshot("t") == lake.writer.current_id("t") or lake.mode == "truncate"
 
 
+def test_a_key_deleted_several_ways_in_one_change_set_is_deleted_once(lake):
+    """The same key in several deletes of one change set (pure deletes in two commits; an update
+    whose new row a user's DELETE removed, then a pure delete; two tombstones): each key is merged
+    once (a MERGE fails when a mirror row matches two change rows)."""
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "d"}, {"_olake_id": "8", "_op_type": "u", "v": 80}],
+                       pure_deletes=["5", "6"])
+    lake.writer.delete_where("t", "v = 80", lambda r: r.get("v") == 80)
+    lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "d"}], pure_deletes=["5", "8"])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert not {"5", "6", "8"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
 def test_a_backlog_in_hard_delete_mode_removes_every_tombstoned_key(lake):
     make(lake)
     assert lake.run("--delete-mode", "hard") == 0
