@@ -221,16 +221,14 @@ class ChangeReader:
         cs = ChangeSet(None, rebuild=False, _cleanup=[sets.close])
         bounds: List[Tuple[Optional[str], Optional[str]]] = []
         try:
-            row_parts, key_parts = [], []
+            row_parts: List[Any] = []
+            key_parts: List[Any] = []
             for part, iv in enumerate(intervals):
                 rows, keys = self._interval(sets, iv, cs, bounds)
                 if rows is not None:
                     row_parts.append(rows.withColumn(PART, F.lit(part)))
-                if keys:  # repeated keys need no distinct: compose() keeps one row per key
-                    union = keys[0]
-                    for k in keys[1:]:
-                        union = union.unionByName(k)
-                    key_parts.append(union.withColumn(PART, F.lit(part)))
+                # compose() unions every part and keeps one row per key: a repeated key needs no distinct
+                key_parts.extend(k.withColumn(PART, F.lit(part)) for k in keys)
             # The table's schema only types key-only parts and an empty change set (a lookup costs an analysis).
             schema = self.session.table(self.source_q).schema if key_parts or not row_parts else None
             frame = compose(row_parts, key_parts, self.delete_mode, schema)
