@@ -51,7 +51,8 @@ MARKER_START, MARKER_END = "<!-- bench:results -->", "<!-- /bench:results -->"
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the smaller table (default 1M)")
-    p.add_argument("--scale", type=int, default=4, help="the larger table is this many times bigger (default 4; 1 = no larger table)")
+    p.add_argument("--scale", type=int, default=4,
+                   help="the larger table is this many times bigger (default 4; 1 = no larger table)")
     p.add_argument("--changes", type=int, default=5_000, help="keys changed per CDC cycle, at every size (default "
                                                               "5,000 = 0.5%% of 1M)")
     p.add_argument("--recent", type=int, default=100_000,

@@ -6,18 +6,21 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from . import __version__
-from .core.config import DestinationConfig, parse_destination, redact
+from .core.config import S3_BUCKET, DestinationConfig, check_location, parse_destination, redact
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
-from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
+from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import render
+from .preflight import check_credentials, check_reachable
 
 log = logging.getLogger("olake_cow")
+MAX_PARALLELISM = 64  # tables at once; each holds a Spark thread and its py4j connection
+MAX_FILE_SIZE_MB = 16384  # 16 GiB files: far past any sensible target, far below Java's long
 
 
 class Exit(IntEnum):
@@ -50,8 +53,15 @@ examples:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (the usage is in --help) and exit code 2."""
+
+    def error(self, message: str) -> "NoReturn":
+        self.exit(int(Exit.BAD_INPUT), f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="olake-cow", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Keep mirrors of OLake's merge-on-read Iceberg tables that engines without equality-delete "
                     "support (Databricks, Snowflake, ...) read correctly: every update and delete applied.")
@@ -123,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_config(args: argparse.Namespace) -> DestinationConfig:
-    if args.destination_details:
+    for flag, value in (("--destination-details", args.destination_details), ("--secret-id", args.secret_id)):
+        if value is not None and not value.strip():
+            raise ConfigError(f"{flag} is empty: give " + ("the path of OLake's destination JSON"
+                                                           if flag == "--destination-details" else
+                                                           "the name or ARN of the secret holding it"))
+    if args.destination_details is not None:
         try:
             with open(args.destination_details, "rb") as f:
                 raw = f.read()
@@ -151,8 +166,8 @@ def read_secret(secret_id: str, region: Optional[str]) -> str:
         why = {"ResourceNotFoundException": "no such secret",
                "AccessDeniedException": "access denied"}.get(code, code or "refused")
         raise ConfigError(f"cannot read secret {secret_id!r}: {why}") from None
-    except BotoCoreError as exc:
-        raise ConfigError(f"cannot read secret {secret_id!r}: {type(exc).__name__}") from None
+    except BotoCoreError as exc:  # botocore's messages name the endpoint or setting, never the value
+        raise ConfigError(f"cannot read secret {secret_id!r}: {exc}") from None
     return value.get("SecretString") or value.get("SecretBinary") or ""
 
 
@@ -168,6 +183,11 @@ def check_summary_out(target: Optional[str]) -> None:
         bucket, _, key = target[len("s3://"):].partition("/")
         if not bucket or not key or key.endswith("/"):
             raise ConfigError(f"--summary-out {target!r} must name an object: s3://bucket/path/summary.json")
+        if not S3_BUCKET.match(bucket):
+            raise ConfigError(f"--summary-out {target!r}: {bucket!r} is not an S3 bucket name (lowercase letters, "
+                              "digits, dots and hyphens)")
+        if any(c.isspace() for c in key):
+            raise ConfigError(f"--summary-out {target!r} contains a space")
         return
     parent = os.path.dirname(os.path.abspath(target))
     try:
@@ -192,7 +212,11 @@ class RunSettings:
 
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
     kind = cfg.catalog_type
-    src = check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace))
+    src = check_source_namespace(
+        check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace)))
+    if args.cow_namespace is not None and not args.cow_namespace.strip():
+        raise ConfigError("--cow-namespace is empty: omit it for the default <source>_cow, or name the mirror "
+                          "namespace")
     cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", args.cow_namespace or f"{src}_cow"))
     if cow == src:
         raise ConfigError("--cow-namespace must differ from --source-namespace")
@@ -210,6 +234,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
             base = default_base
     if base is not None and "://" not in base and not base.startswith("/"):
         raise ConfigError(f"--cow-base-location {base!r} must be a URI (s3://...) or absolute path")
+    if base is not None:
+        check_location("--cow-base-location", base)
     tables: Optional[List[str]] = None
     if args.tables is not None:
         tables = [t.strip() for t in args.tables.split(",") if t.strip()]
@@ -220,10 +246,13 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
         twice = sorted({t for t in tables if tables.count(t) > 1})
         if twice:
             raise ConfigError(f"--tables names {', '.join(repr(t) for t in twice)} more than once")
-    if args.parallelism < 1:
-        raise ConfigError("--parallelism must be at least 1")
-    if args.target_file_size_mb is not None and args.target_file_size_mb < 1:
-        raise ConfigError("--target-file-size-mb must be at least 1")
+    if not 1 <= args.parallelism <= MAX_PARALLELISM:
+        raise ConfigError(f"--parallelism must be from 1 to {MAX_PARALLELISM}, got {args.parallelism}")
+    if args.target_file_size_mb is not None and not 1 <= args.target_file_size_mb <= MAX_FILE_SIZE_MB:
+        # Stored on the mirror as write.target-file-size-bytes: a value Java's long cannot hold would
+        # break every later run of the mirror, with or without this flag.
+        raise ConfigError(f"--target-file-size-mb must be from 1 to {MAX_FILE_SIZE_MB} (MB), got "
+                          f"{args.target_file_size_mb}")
     maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
                                      args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
@@ -240,6 +269,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     from .spark.session import launch_conf, under_spark_submit
 
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
+    check_credentials(cfg)
+    check_reachable(cfg)
     job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,

@@ -13,48 +13,134 @@ pytestmark = pytest.mark.unit
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HADOOP = {"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "iceberg_s3_path": "/tmp/wh"}}
 GLUE = {"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}}
+GLUE_KEYS = {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh", "aws_access_key": "AKIAEXAMPLE",
+             "aws_secret_key": "not-a-real-secret"}
 
 
 def writer(**keys):
     return {"type": "ICEBERG", "writer": keys}
 
 
-# case (as named in the README's table) -> (destination config or None for --secret-id, extra arguments,
-# the message the README promises)
+def glue(**keys):
+    return writer(**{**GLUE_KEYS, **keys})
+
+
+# case (as named in docs/BAD-INPUT.md) -> (destination config: an object, text, bytes, "missing" for a file that
+# is not there or None for --secret-id; extra arguments; the message the doc promises)
 CASES = {
     "config-unreadable": ("missing", [], "cannot read --destination-details"),
     "config-not-json": ("{not json", [], "not valid JSON"),
+    "config-empty-file": ("", [], "not valid JSON"),
+    "config-not-object": ("[1, 2]", [], "must be a JSON object, got list"),
     "config-no-writer": ({"type": "ICEBERG"}, [], "no 'writer' object"),
+    "config-type-not-iceberg": ({"type": "PARQUET", "writer": {}}, [], "destination type must be ICEBERG"),
+    "config-key-twice": ('{"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "iceberg_s3_path": "/tmp/wh"}, '
+                         '"writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}}', [],
+                         "has the key 'writer' twice in one object"),
+    "config-nested-deeply": ('{"writer": ' * 50000 + "{}" + "}" * 50000, [], "nested too deeply"),
     "catalog-type-unknown": (writer(catalog_type="oracle", iceberg_s3_path="/w"), [],
                              "catalog_type 'oracle' is not supported"),
     "required-key-missing": (writer(catalog_type="jdbc", iceberg_s3_path="/w"), [], "writer.jdbc_url is required"),
+    "warehouse-missing": (writer(catalog_type="glue"), [], "writer.iceberg_s3_path is required"),
     "key-wrong-type": (writer(catalog_type="glue", iceberg_s3_path=["s3://b"]), [],
                        "writer.iceberg_s3_path must be a string"),
+    "flag-not-boolean": (glue(s3_path_style="maybe"), [], "writer.s3_path_style must be true or false"),
+    "catalog-name-bad": (glue(catalog_name="my.catalog"), [], "writer.catalog_name 'my.catalog' must be letters"),
+    "jdbc-url-not-jdbc": (writer(catalog_type="jdbc", jdbc_url="postgres://h/db", iceberg_s3_path="/w"), [],
+                          "writer.jdbc_url must start with 'jdbc:'"),
     "jdbc-driver-unknown": (writer(catalog_type="jdbc", jdbc_url="jdbc:mysql://h/db", iceberg_s3_path="s3://w"), [],
                             "no JDBC driver known for 'mysql' URLs; set writer.jdbc_driver_jar"),
+    "warehouse-with-space": (glue(iceberg_s3_path="s3://lake/my warehouse"), [], "contains a space"),
+    "warehouse-gcs": (glue(iceberg_s3_path="gs://lake/wh"), [], "gs:// is not supported"),
+    "warehouse-azure": (glue(iceberg_s3_path="abfs://c@acct.dfs.core.windows.net/wh"), [],
+                        "abfs:// is not supported"),
+    "warehouse-unknown-scheme": (glue(iceberg_s3_path="ftp://host/wh"), [], "unknown scheme ftp://"),
+    "warehouse-no-bucket": (glue(iceberg_s3_path="s3:///wh"), [], "does not start with an S3 bucket name"),
+    "warehouse-bucket-invalid": (glue(iceberg_s3_path="s3://Not_A_Bucket/wh"), [],
+                                 "does not start with an S3 bucket name"),
+    "rest-url-not-url": (writer(catalog_type="rest", rest_catalog_url="localhost:8181", iceberg_s3_path="wh"), [],
+                         "writer.rest_catalog_url 'localhost:8181' is not a URL"),
+    "s3-endpoint-not-url": (glue(s3_endpoint="minio:9000"), [], "writer.s3_endpoint 'minio:9000' is not a URL"),
+    "glue-endpoint-not-url": (glue(glue_endpoint="glue.local"), [], "writer.glue_endpoint 'glue.local' is not a URL"),
+    "region-garbage": (glue(aws_region="earth-1"), [], "writer.aws_region 'earth-1' is not an AWS region name"),
+    "glue-region-garbage": (glue(glue_region="US East"), [], "writer.glue_region 'US East' is not an AWS region"),
+    "hive-uri-not-thrift": (writer(catalog_type="hive", hive_uri="http://h:9083", iceberg_s3_path="/w"), [],
+                            "writer.hive_uri 'http://h:9083' must be thrift://host:port"),
+    "hive-clients-not-int": (writer(catalog_type="hive", hive_uri="thrift://h:9083", iceberg_s3_path="/w",
+                                    hive_clients="x"), [], "writer.hive_clients must be an integer"),
+    "access-key-without-secret": (writer(catalog_type="glue", iceberg_s3_path="s3://lake/wh", aws_access_key="AKIA"),
+                                  [], "writer.aws_access_key is set but writer.aws_secret_key is not"),
+    "glue-without-credentials": (GLUE, [], "no AWS credentials for the Glue catalog"),
+    "s3-warehouse-without-credentials": (writer(catalog_type="hadoop", iceberg_s3_path="s3://lake/wh"), [],
+                                         "no AWS credentials for the S3 warehouse s3://lake/wh"),
+    "hive-unreachable": (writer(catalog_type="hive", hive_uri="thrift://127.0.0.1:1", iceberg_s3_path="/tmp/wh"), [],
+                         "cannot reach the Hive metastore thrift://127.0.0.1:1"),
+    "jdbc-unreachable": (writer(catalog_type="jdbc", jdbc_url="jdbc:postgresql://127.0.0.1:1/db",
+                                iceberg_s3_path="/tmp/wh"), [], "cannot reach the JDBC catalog's database 127.0.0.1"),
+    "destination-details-empty": ("none", ["--destination-details", ""], "--destination-details is empty"),
+    "secret-id-empty": (None, ["--secret-id", " "], "--secret-id is empty"),
     "secret-without-region": (None, ["--secret-id", "olake/destination"], "no AWS region; pass --region"),
+    "source-and-secret-both": (HADOOP, ["--secret-id", "olake/destination"],
+                               "argument --secret-id: not allowed with argument --destination-details"),
+    "source-namespace-missing": ("none", ["--destination-details", "x.json", "--source-namespace"],
+                                 "argument --source-namespace: expected one argument"),
+    "source-namespace-dots": (HADOOP, ["--source-namespace", ".."], "source namespace name '..' cannot be used"),
+    "source-namespace-spaces": (HADOOP, ["--source-namespace", "sales "], "source namespace name 'sales ' cannot"),
+    "source-namespace-is-a-mirror": (HADOOP, ["--source-namespace", "sales_cow"], "that is a mirror namespace"),
+    "cow-namespace-empty": (HADOOP, ["--cow-namespace", ""], "--cow-namespace is empty"),
     "table-name-bad": (HADOOP, ["--tables", "a/b"], "table name 'a/b' contains '/'"),
     "table-name-invisible": (HADOOP, ["--tables", "t\u200b,a\x00b"], "contains '\\u200b'"),
+    "table-name-dots": (HADOOP, ["--tables", "orders,."], "table name '.' cannot be used"),
+    "table-uppercase-in-glue": (glue(), ["--tables", "Orders"], "table name 'Orders' cannot be used with a glue"),
+    "table-mirror-name-too-long": (glue(), ["--tables", "t" * 254], "longer than the 255 characters Glue allows"),
     "tables-empty": (HADOOP, ["--tables", " , "], "--tables is empty"),
+    "tables-empty-string": (HADOOP, ["--tables", ""], "--tables is empty"),
     "namespace-too-long": (HADOOP, ["--cow-namespace", "x" * 300], "longer than 255 characters"),
+    "namespace-too-long-for-hive": (writer(catalog_type="hive", hive_uri="thrift://127.0.0.1:1",
+                                           iceberg_s3_path="/tmp/wh"), ["--source-namespace", "s" * 130],
+                                    "longer than the 128 characters a Hive metastore allows"),
     "cow-namespace-is-source": (HADOOP, ["--cow-namespace", "sales"], "--cow-namespace must differ"),
     "base-location-relative": (GLUE, ["--cow-base-location", "mirrors"], "must be a URI (s3://...) or absolute path"),
-    "parallelism-zero": (HADOOP, ["--parallelism", "0"], "--parallelism must be at least 1"),
-    "file-size-zero": (HADOOP, ["--target-file-size-mb", "0"], "--target-file-size-mb must be at least 1"),
+    "base-location-gcs": (glue(), ["--cow-base-location", "gs://lake/mirrors"], "gs:// is not supported"),
+    "base-location-space": (glue(), ["--cow-base-location", "s3://lake/my mirrors"], "contains a space"),
+    "base-location-on-hadoop": (HADOOP, ["--cow-base-location", "/elsewhere"],
+                                "the hadoop catalog places tables itself"),
+    "parallelism-zero": (HADOOP, ["--parallelism", "0"], "--parallelism must be from 1 to 64, got 0"),
+    "parallelism-huge": (HADOOP, ["--parallelism", "100000"], "--parallelism must be from 1 to 64, got 100000"),
+    "parallelism-not-a-number": (HADOOP, ["--parallelism", "four"], "argument --parallelism: invalid int value"),
+    "file-size-zero": (HADOOP, ["--target-file-size-mb", "0"], "--target-file-size-mb must be from 1 to 16384"),
+    "file-size-past-java-long": (HADOOP, ["--target-file-size-mb", "10000000000000"],
+                                 "--target-file-size-mb must be from 1 to 16384 (MB), got 10000000000000"),
     "spark-conf-malformed": (HADOOP, ["--spark-conf", "novalue"], "is not KEY=VALUE"),
+    "spark-conf-no-key": (HADOOP, ["--spark-conf", "=1"], "is not KEY=VALUE"),
     "summary-out-no-bucket": (HADOOP, ["--summary-out", "s3://"], "must name an object: s3://bucket/path"),
+    "summary-out-a-folder": (HADOOP, ["--summary-out", "s3://lake/summaries/"], "must name an object"),
+    "summary-out-bad-bucket": (HADOOP, ["--summary-out", "s3://Not_A_Bucket/run.json"],
+                               "'Not_A_Bucket' is not an S3 bucket name"),
+    "summary-out-other-scheme": (HADOOP, ["--summary-out", "s3a://b/run.json"], "s3a:// is not supported"),
+    "summary-out-directory": (HADOOP, ["--summary-out", "/"], "--summary-out / is not a writable file path"),
     "upgrade-without-dv": (HADOOP, ["--upgrade-mirror"], "--upgrade-mirror needs --mirror-format dv"),
+    "mirror-format-unknown": (HADOOP, ["--mirror-format", "mor"], "invalid choice: 'mor'"),
+    "delete-mode-unknown": (HADOOP, ["--delete-mode", "soft"], "invalid choice: 'soft'"),
+    "option-unknown": (HADOOP, ["--tabels", "a"], "unrecognized arguments: --tabels a"),
     "fold-ratio-out-of-range": (HADOOP, ["--fold-ratio", "2"], "--fold-ratio must be a fraction"),
+    "fold-ratio-zero": (HADOOP, ["--fold-ratio", "0"], "--fold-ratio must be a fraction"),
     "hours-negative": (HADOOP, ["--expire-source-older-than", "-1"], "must be a number of hours from 0 to"),
     "hours-infinite": (HADOOP, ["--expire-mirror-older-than", "inf"], "must be a number of hours from 0 to"),
+    "hours-nan": (HADOOP, ["--expire-mirror-older-than", "nan"], "must be a number of hours from 0 to"),
+    "orphans-under-a-day": (HADOOP, ["--remove-orphans-older-than", "0"],
+                            "--remove-orphans-older-than must be at least 24 hours"),
+    "orphans-just-under-a-day": (HADOOP, ["--remove-orphans-older-than", "23.5"], "must be at least 24 hours"),
     "config-unknown-key": (writer(catalog_typ="jdbc", iceberg_s3_path="/w"), [],
                            "unknown key writer.catalog_typ in the destination config; "
                            "did you mean writer.catalog_type?"),
+    "config-unknown-wrapper-key": ({"tpye": "ICEBERG", "writer": GLUE_KEYS}, [],
+                                   "unknown key tpye in the destination config; did you mean type?"),
     "config-utf16-without-bom": (json.dumps(HADOOP).encode("utf-16-le"), [], "looks like UTF-16 without a byte-order"),
+    "config-invalid-utf8": (b'{"writer": {"catalog_type": "\xff"}}', [], "is not UTF-8 text (invalid byte 0xff"),
     "namespace-uppercase-in-glue": (GLUE, ["--source-namespace", "Sales"], "Glue names are lowercase letters, digits"),
     "namespace-dash-in-glue": (GLUE, ["--source-namespace", "sales-db"], "Glue names are lowercase letters, digits"),
     "tables-twice": (HADOOP, ["--tables", "a,a"], "--tables names 'a' more than once"),
-    "summary-out-other-scheme": (HADOOP, ["--summary-out", "s3a://b/run.json"], "s3a:// is not supported"),
     "orphans-dry-run-alone": (HADOOP, ["--orphans-dry-run"], "--orphans-dry-run needs --remove-orphans-older-than"),
     "maintenance-only-alone": (HADOOP, ["--maintenance-only"], "--maintenance-only needs at least one maintenance"),
     "choice-unknown": (HADOOP, ["--source-mode", "sometimes"], "invalid choice: 'sometimes'"),
@@ -62,13 +148,13 @@ CASES = {
 
 
 def readme_cases():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    text = open(os.path.join(ROOT, "docs", "BAD-INPUT.md"), encoding="utf-8").read()
     block = text.split("<!-- bad-input -->")[1].split("<!-- /bad-input -->")[0]
     rows = [line.split("|")[1:-1] for line in block.splitlines() if line.startswith("| `")]
     return {re.sub(r"[`\s]", "", r[0]): r[-1] for r in rows}
 
 
-def test_the_readme_and_this_test_list_the_same_bad_input_cases():
+def test_the_bad_input_doc_and_this_test_list_the_same_cases():
     listed = readme_cases()
     assert sorted(listed) == sorted(CASES)
     for case, (_, _, message) in CASES.items():
@@ -76,23 +162,33 @@ def test_the_readme_and_this_test_list_the_same_bad_input_cases():
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_exits_2_before_spark_and_names_the_problem(case, tmp_path, capsys, monkeypatch):
-    for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+def test_bad_input_exits_2_in_one_line_before_spark_and_writes_nothing(case, tmp_path, capsys, monkeypatch):
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("OLAKE_COW_CONNECT_TIMEOUT", "2")
     monkeypatch.setattr("olake_cow.spark.session.build_session", spark_must_not_start)
+    warehouse = tmp_path / "wh"
     config, extra, message = CASES[case]
-    if config is None:
-        source = []
-    else:
+    source = []
+    if config not in (None, "none"):
         path = tmp_path / "destination.json"
         if isinstance(config, bytes):
             path.write_bytes(config)
         elif config != "missing":
-            path.write_text(config if isinstance(config, str) else json.dumps(config))
+            text = config if isinstance(config, str) else json.dumps(config)
+            path.write_text(text.replace("/tmp/wh", str(warehouse)))
         source = ["--destination-details", str(path)]
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
     assert run_cli([*source, "--source-namespace", "sales", "--quiet", *extra]) == Exit.BAD_INPUT
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert sorted(os.listdir(tmp_path)) == before and not warehouse.exists()  # nothing written
 
 
 def spark_must_not_start(*args, **kwargs):

@@ -87,4 +87,4 @@ def test_spark_adapters_live_in_their_own_package():
     for name in ("change_reader", "merge", "iceberg", "table_job", "session", "scan_tasks"):
         assert os.path.exists(os.path.join(spark, name + ".py")), name
     top = sorted(f for f in os.listdir(PACKAGE) if f.endswith(".py"))
-    assert top == ["__init__.py", "cli.py"], top
+    assert top == ["__init__.py", "cli.py", "preflight.py"], top  # the command line and its pre-Spark checks

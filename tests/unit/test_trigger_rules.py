@@ -69,7 +69,8 @@ def test_a_jdbc_catalog_needs_its_driver_jar():
 
 
 def test_the_request_carries_the_secret_id_not_its_content():
-    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt", "aws_secret_key": "TopSecret1"})
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt", "aws_access_key": "AKIAX",
+                             "aws_secret_key": "TopSecret1"})
     settings = from_env({**ENV, "COW_BASE_LOCATION": "s3://m/base/"})
     req = jobs.start_job_run_request(settings, cfg, "sales", Tables(("b", "a")), "w", "direct")
     args = req["jobDriver"]["sparkSubmit"]["entryPointArguments"]

@@ -84,11 +84,13 @@ def parse_destination(source: Any) -> DestinationConfig:
     if isinstance(source, str):
         source = source.lstrip("\ufeff")  # a byte-order mark left by an editor
         try:
-            source = json.loads(source)
+            source = json.loads(source, object_pairs_hook=_unique_keys)
         except ValueError as exc:
             raise ConfigError(f"destination config is not valid JSON: {exc.__class__.__name__} at "
                               f"line {getattr(exc, 'lineno', '?')} column {getattr(exc, 'colno', '?')}"
                               ) from None
+        except RecursionError:
+            raise ConfigError("destination config is nested too deeply to be an OLake destination config") from None
     if not isinstance(source, dict):
         raise ConfigError(f"destination config must be a JSON object, got {type(source).__name__}")
     writer: Any = source
@@ -103,6 +105,16 @@ def parse_destination(source: Any) -> DestinationConfig:
     if not isinstance(writer, dict):
         raise ConfigError(f"'writer' must be a JSON object, got {type(writer).__name__}")
     return _validate_writer(writer)
+
+
+def _unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """A JSON object whose keys are unique: a key written twice would let the last one win silently."""
+    seen: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigError(f"the destination config has the key {key!r} twice in one object; keep one")
+        seen[key] = value
+    return seen
 
 
 def decode_text(raw: bytes) -> str:
@@ -165,8 +177,68 @@ def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
     jdbc_url = writer.get("jdbc_url") or ""
     if catalog_type == "jdbc" and not jdbc_url.lower().startswith("jdbc:"):
         raise ConfigError("writer.jdbc_url must start with 'jdbc:'")
+    _check_values(writer, catalog_type)
     warehouse = normalize_warehouse(catalog_type, writer["iceberg_s3_path"].strip())
+    check_location("writer.iceberg_s3_path", warehouse, rest=catalog_type == "rest")
     return DestinationConfig(catalog_type, name, warehouse, dict(writer))
+
+
+# AWS region names: us-east-1, eu-central-2, us-gov-west-1, cn-north-1, ap-southeast-4, ...
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+_HIVE_URI = re.compile(r"^thrift://[^\s/:,]+(:[0-9]{1,5})?(,thrift://[^\s/:,]+(:[0-9]{1,5})?)*$")
+# Bucket names S3 accepts (lowercase letters, digits, dots, hyphens; up to 63).
+S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{0,62}$")
+_PAIRS = (("aws_access_key", "aws_secret_key"), ("glue_access_key", "glue_secret_key"))
+
+
+def _check_values(writer: Mapping[str, Any], catalog_type: str) -> None:
+    """Values that only Spark or AWS would refuse, minutes into a billed run: found here instead."""
+    for key in ("aws_region", "glue_region", "rest_signing_region"):
+        value = writer.get(key)
+        if value and not _REGION.match(value.strip()):
+            raise ConfigError(f"writer.{key} {value!r} is not an AWS region name (such as us-east-1)")
+    for key in ("s3_endpoint", "glue_endpoint", "oauth2_uri") + (("rest_catalog_url",) if catalog_type == "rest"
+                                                                 else ()):
+        value = writer.get(key)
+        if value and not _URL.match(value.strip()):
+            raise ConfigError(f"writer.{key} {value!r} is not a URL: write http://host:port or https://host/path")
+    hive_uri = writer.get("hive_uri")
+    if catalog_type == "hive" and hive_uri and not _HIVE_URI.match(hive_uri.strip()):
+        raise ConfigError(f"writer.hive_uri {hive_uri!r} must be thrift://host:port (the metastore's Thrift "
+                          "address; several comma separated)")
+    for key, partner in _PAIRS:
+        if bool(writer.get(key)) != bool(writer.get(partner)):
+            have, lack = (key, partner) if writer.get(key) else (partner, key)
+            raise ConfigError(f"writer.{have} is set but writer.{lack} is not: give both, or neither to use "
+                              "the job's role (EMR) or the AWS profile (local runs)")
+
+
+# Where a warehouse or mirror may live: S3 (on EMR), or a local path or file: URI (local runs).
+_OTHER_SCHEMES = ("gs", "abfs", "abfss", "wasb", "wasbs", "adl", "oss", "cos", "hdfs", "viewfs", "http", "https")
+
+
+def check_location(what: str, location: str, rest: bool = False) -> None:
+    """ConfigError when `location` cannot be a table location of this job (a REST warehouse may be a name)."""
+    if rest and "://" not in location and not location.startswith("/"):
+        if not location.strip() or any(c.isspace() for c in location):
+            raise ConfigError(f"{what} {location!r} is not a warehouse name or URI")
+        return
+    if any(c.isspace() or ord(c) < 32 for c in location):
+        raise ConfigError(f"{what} {location!r} contains a space or control character; table locations cannot "
+                          "hold one (did a copy add it?)")
+    scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+    if scheme == "s3":
+        bucket = location[len("s3://"):].split("/", 1)[0]
+        if not S3_BUCKET.match(bucket):
+            raise ConfigError(f"{what} {location!r} does not start with an S3 bucket name: write "
+                              "s3://bucket/prefix (lowercase letters, digits, dots and hyphens)")
+    elif scheme in _OTHER_SCHEMES:
+        raise ConfigError(f"{what} {location!r}: {scheme}:// is not supported; olake-cow reads and writes "
+                          "tables in S3 (s3://bucket/prefix), or in a local path for local runs")
+    elif scheme and scheme != "file":
+        raise ConfigError(f"{what} {location!r}: unknown scheme {scheme}://; write s3://bucket/prefix or a "
+                          "local path")
 
 
 def _is_int(value: Any) -> bool:

@@ -15,6 +15,18 @@ def validate_name(kind: str, name: str) -> str:
     bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs") or c == "/"]
     if bad:
         raise InvalidNameError(f"{kind} name {name!r} contains {bad[0]!r}, which cannot be used")
+    if name.strip(".") == "" or name != name.strip():
+        raise InvalidNameError(f"{kind} name {name!r} cannot be used (dots only, or spaces at an end)")
+    return name
+
+
+def check_source_namespace(name: str, suffix: str = "") -> str:
+    """InvalidNameError for a mirror namespace given as a source: mirroring a mirror would write
+    `<ns>_cow_cow` and read the job's own commits as changes."""
+    suffix = suffix or MIRROR_SUFFIX
+    if name.endswith(suffix):
+        raise InvalidNameError(f"source namespace {name!r} ends with {suffix!r}: that is a mirror namespace "
+                               f"(olake-cow writes mirrors there); name OLake's namespace ({name[:-len(suffix)]!r})")
     return name
 
 

@@ -15,6 +15,9 @@ from .snapshots import Snapshot, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
 MAX_HOURS = 1_000_000  # over a century: longer retentions overflow timestamps (inf, 1e300)
+# Iceberg's remove_orphan_files procedure refuses a shorter interval (files of a write in progress
+# would look orphaned); asking for less would fail every run that asks.
+MIN_ORPHAN_HOURS = 24
 
 
 def timestamp_literal(epoch_ms: int) -> str:
@@ -56,6 +59,10 @@ class MaintenanceOptions:
             value = getattr(self, key)
             if value is not None and not 0 <= value <= MAX_HOURS:
                 raise ConfigError(f"{n[key]} must be a number of hours from 0 to {MAX_HOURS}, got {value}")
+        if self.remove_orphans_hours is not None and self.remove_orphans_hours < MIN_ORPHAN_HOURS:
+            raise ConfigError(f"{n['remove_orphans_hours']} must be at least {MIN_ORPHAN_HOURS} hours (Iceberg "
+                              f"refuses a shorter interval: a write in progress would look orphaned), got "
+                              f"{self.remove_orphans_hours:g}")
         if self.fold_ratio is not None and not 0 < self.fold_ratio <= 1:
             raise ConfigError(f"{n['fold_ratio']} must be a fraction of a file's rows, above 0 and at most 1, "
                               f"got {self.fold_ratio}")

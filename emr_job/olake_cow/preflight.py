@@ -1,0 +1,69 @@
+"""Checks that need the machine or AWS but not Spark, run before Spark starts: a run that can only
+fail (no credentials, a metastore that does not answer) is refused in seconds with exit 2, instead
+of failing or hanging minutes into a billed run."""
+import os
+import re
+import socket
+from typing import List, Optional, Tuple
+
+from .core.config import DestinationConfig, is_s3
+from .core.errors import ConfigError
+
+# How long a catalog server may take to accept a connection (OLAKE_COW_CONNECT_TIMEOUT overrides).
+CONNECT_TIMEOUT_S = 10.0
+_JDBC_HOST = re.compile(r"^jdbc:(postgresql|mysql|mariadb)://(?:[^@/]*@)?([^:/?,]+)(?::(\d+))?", re.IGNORECASE)
+_JDBC_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+
+
+def catalog_servers(cfg: DestinationConfig) -> List[Tuple[str, int, str]]:
+    """(host, port, what) of the servers the catalog talks to over TCP (Hive metastore, JDBC database)."""
+    servers: List[Tuple[str, int, str]] = []
+    if cfg.catalog_type == "hive":
+        for uri in str(cfg.get("hive_uri")).split(","):
+            host, _, port = uri.strip()[len("thrift://"):].partition(":")
+            servers.append((host, int(port or 9083), f"the Hive metastore {uri.strip()}"))
+    elif cfg.catalog_type == "jdbc":
+        m = _JDBC_HOST.match(str(cfg.get("jdbc_url")))
+        if m:
+            kind, host, port = m.group(1).lower(), m.group(2), m.group(3)
+            servers.append((host, int(port or _JDBC_PORTS[kind]), f"the JDBC catalog's database {host}"))
+    return servers
+
+
+def check_reachable(cfg: DestinationConfig, timeout: Optional[float] = None) -> None:
+    """ConfigError when no catalog server answers within `timeout` seconds (a Hive client would retry
+    for minutes without a word)."""
+    limit = timeout if timeout is not None else float(os.environ.get("OLAKE_COW_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S))
+    servers = catalog_servers(cfg)
+    problems = []
+    for host, port, what in servers:
+        try:
+            socket.create_connection((host, port), timeout=limit).close()
+            return
+        except OSError as exc:
+            problems.append(f"{what} ({host}:{port}): {exc.strerror or type(exc).__name__}")
+    if problems:
+        raise ConfigError(f"cannot reach {'; '.join(problems)} within {limit:g} s: check the address, that the "
+                          "server runs, and the network (on EMR: the application's subnets and security groups)")
+
+
+def check_credentials(cfg: DestinationConfig) -> None:
+    """ConfigError when a Glue catalog or an S3 warehouse has no AWS credentials or region to use
+    (the role's on EMR, the profile's or environment's locally), named in one line."""
+    if not (cfg.catalog_type == "glue" or is_s3(cfg.warehouse)):
+        return
+    if cfg.get("aws_access_key") or cfg.get("glue_access_key"):
+        return
+    try:
+        import boto3  # on EMR, and in every environment that has the AWS SDK
+    except ImportError:
+        return
+    what = "the Glue catalog" if cfg.catalog_type == "glue" else f"the S3 warehouse {cfg.warehouse}"
+    session = boto3.session.Session()
+    if session.get_credentials() is None:
+        raise ConfigError(f"no AWS credentials for {what}: on EMR the job role provides them; locally set "
+                          "AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or writer.aws_access_key "
+                          "and writer.aws_secret_key")
+    if cfg.catalog_type == "glue" and not (cfg.get("glue_region") or cfg.get("aws_region") or session.region_name):
+        raise ConfigError("no AWS region for the Glue catalog: set writer.aws_region (or writer.glue_region), "
+                          "or AWS_REGION")
