@@ -79,8 +79,8 @@ def _run(args: argparse.Namespace) -> int:
                                            Payload=json.dumps(payload).encode())
     result = json.loads(resp["Payload"].read() or b"{}")
     print(json.dumps(result, indent=2))
-    if resp.get("FunctionError"):
-        return 2
+    if resp.get("FunctionError") or result.get("status") == "refused":
+        return 2  # the trigger refused the request: nothing was started
     if result.get("status") != "started" or args.no_wait:
         return 0 if result.get("status") in ("started", "skipped", "queued", "dry_run") else 1
     return wait_and_report(session.client("emr-serverless"), session.client("s3"), outputs["ApplicationId"],

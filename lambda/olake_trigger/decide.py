@@ -17,6 +17,7 @@ class TriggerStatus(str, Enum):
     DRY_RUN = "dry_run"
     DUPLICATE = "duplicate"
     IGNORED = "ignored"
+    REFUSED = "refused"  # the request or commit names what no run could mirror: nothing started
     FINISHED = "finished"
     MULTIPLE = "multiple"
 

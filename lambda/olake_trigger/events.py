@@ -53,6 +53,14 @@ class Ignored:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A commit of a table no run could mirror (a name the catalog refuses): counted, never started."""
+
+    namespace: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class RunRequest:
     """Start mirror runs for these namespaces, each on a selection of its tables."""
 
@@ -79,18 +87,21 @@ class JobStateChange:
         return self.state in TERMINAL_STATES
 
 
-Event = Union[Commit, Ignored, RunRequest, JobStateChange]
+Event = Union[Commit, Ignored, Refused, RunRequest, JobStateChange]
 
 
-def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
-    ev = _classify(event, settings, warehouse, request_id)
+def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str,
+             catalog_type: Optional[str] = None) -> Event:
+    """`catalog_type`: the destination's, whose name rules a commit's table must meet (None: no check)."""
+    ev = _classify(event, settings, warehouse, request_id, catalog_type)
     if isinstance(ev, RunRequest) and ev.trigger == "schedule" and settings.source_expiry_hours is not None:
         # Source expiry writes OLake's tables: only the stack parameter SourceExpiryHours asks for it.
         ev = replace(ev, maintenance=replace(ev.maintenance, expire_source_hours=settings.source_expiry_hours))
     return ev
 
 
-def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str) -> Event:
+def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str,
+              catalog_type: Optional[str]) -> Event:
     """`warehouse`: where table folders live (the config's warehouse), for mapping S3 keys."""
     if not isinstance(event, Mapping):
         raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
@@ -98,7 +109,7 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
     if source == "aws.s3":
         if detail_type != "Object Created":
             return Ignored(f"S3 event {detail_type!r} is not an object creation")
-        return _commit(event, settings, warehouse)
+        return _commit(event, settings, warehouse, catalog_type)
     if source == "aws.emr-serverless":
         if detail_type != "EMR Serverless Job Run State Change":
             return Ignored(f"EMR Serverless event {detail_type!r} is not a job run state change")
@@ -125,12 +136,12 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
     raise EventError(f"unknown trigger {trigger!r}; expected schedule, debounce or direct")
 
 
-def _commit(event: Mapping[str, Any], settings: Settings, warehouse: Optional[str]) -> Event:
+def _commit(event: Mapping[str, Any], settings: Settings, warehouse: Optional[str],
+            catalog_type: Optional[str]) -> Event:
     detail = _mapping(event.get("detail"), "detail")
     bucket = _text(_mapping(detail.get("bucket"), "detail.bucket"), "name")
-    key = _text(_mapping(detail.get("object"), "detail.object"), "key")
-    if "%" in key or "+" in key:
-        key = unquote_plus(key)
+    # S3 sends keys form-encoded (a space as '+', a '+' as '%2B', UTF-8 as %XX).
+    key = unquote_plus(_text(_mapping(detail.get("object"), "detail.object"), "key"))
     parts = key.split("/")
     if len(parts) < 4 or parts[-2] != "metadata" or not parts[-1].endswith(".metadata.json"):
         return Ignored(f"s3://{bucket}/{key} is not an Iceberg metadata file")
@@ -154,6 +165,11 @@ def _commit(event: Mapping[str, Any], settings: Settings, warehouse: Optional[st
     table = match.group("table") if match else table_dir
     if not settings.watches(namespace):
         return Ignored(f"namespace {namespace!r} is not a watched source namespace")
+    if catalog_type:
+        try:
+            check_for_catalog(catalog_type, "table", validate_name("table", table), MIRROR_SUFFIX)
+        except OlakeCowError as exc:
+            return Refused(namespace, f"s3://{bucket}/{key}: {exc}; no run can mirror it")
     return Commit(namespace, table, bucket, key, str(event.get("id") or f"{bucket}/{key}"))
 
 
@@ -235,9 +251,18 @@ def _maintenance(payload: Mapping[str, Any]) -> MaintenanceOptions:
         raise EventError(str(exc)) from None
 
 
-def check_catalog_names(ev: RunRequest, catalog_type: str) -> None:
-    """EventError when the catalog cannot hold a requested namespace or table (or its mirror), found
-    before a run is started and billed."""
+def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None:
+    """EventError for a request no run could carry out, found before a run is started and billed: a
+    namespace the stack does not mirror (or a mirror namespace), a name the catalog cannot hold, a
+    source mode other than the stack's (the job role's access to OLake's tables follows it)."""
+    for namespace, _ in ev.targets:
+        if namespace.endswith(settings.cow_suffix):
+            raise EventError(f"namespace {namespace!r} is a mirror namespace (it ends with {settings.cow_suffix!r}); "
+                             f"name OLake's namespace ({namespace[:-len(settings.cow_suffix)]!r})")
+        if not settings.watches(namespace):
+            raise EventError(f"namespace {namespace!r} is not one of this stack's source namespaces "
+                             f"({', '.join(settings.source_namespaces)}); add it to the stack parameter "
+                             "SourceNamespaces to mirror it")
     try:
         for namespace, tables in ev.targets:
             check_for_catalog(catalog_type, "namespace", namespace)
@@ -246,6 +271,12 @@ def check_catalog_names(ev: RunRequest, catalog_type: str) -> None:
                 check_for_catalog(catalog_type, "table", table, MIRROR_SUFFIX)
     except OlakeCowError as exc:
         raise EventError(str(exc)) from None
+    stack_mode = settings.source_mode
+    if ev.source_mode and stack_mode and ev.source_mode != stack_mode.value:
+        raise EventError(f"'source_mode' {ev.source_mode!r}: this stack runs in {stack_mode.value} mode (stack "
+                         "parameter SourceMode), and a request cannot change it"
+                         + (": truncate writes OLake's tables, which the job role may not" if
+                            ev.source_mode == "truncate" else ""))
 
 
 def _tables(value: Any) -> TableSelection:

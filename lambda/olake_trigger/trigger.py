@@ -27,7 +27,7 @@ from .decide import (
     lease_until,
     pending_entry,
 )
-from .events import Commit, Ignored, JobStateChange, RunRequest, check_catalog_names, classify
+from .events import Commit, Ignored, JobStateChange, Refused, RunRequest, check_request, classify
 from .freshness import freshness_for, is_truncate_boundary, read_json_s3
 from .metrics import Point, Prices, billed_points, summary_points
 from .settings import Settings
@@ -75,16 +75,18 @@ class Trigger:
         self.function_arn = self.s.function_arn or function_arn
         is_job_event = isinstance(event, dict) and event.get("source") == "aws.emr-serverless"
         cfg = None if is_job_event else self.load_config()  # ConfigError is handled by the caller
-        ev = classify(event, self.s, cfg.warehouse if cfg else None, request_id)
+        ev = classify(event, self.s, cfg.warehouse if cfg else None, request_id, cfg.catalog_type if cfg else None)
         if isinstance(ev, Ignored):
             log.info("ignored: %s", ev.reason)
             return _result(TriggerStatus.IGNORED, reason=ev.reason)
+        if isinstance(ev, Refused):
+            return self._refuse(ev.namespace, ev.reason)
         if isinstance(ev, JobStateChange):
             return self.on_job_state(ev)
         assert cfg is not None
         if isinstance(ev, Commit):
             return self.on_commit(ev, cfg)
-        check_catalog_names(ev, cfg.catalog_type)
+        check_request(ev, self.s, cfg.catalog_type)
         results = [self.on_request(ev, ns, tables, cfg) for ns, tables in ev.targets]
         return results[0] if len(results) == 1 else _result(TriggerStatus.MULTIPLE, results=results)
 
@@ -135,6 +137,9 @@ class Trigger:
     # --- starting a run -------------------------------------------------------------------------
     def start(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
               cfg: DestinationConfig) -> Dict[str, Any]:
+        refusal = self._not_in_catalog(cfg, namespace, requested)
+        if refusal:  # before the lease: a refused request writes nothing
+            return self._refuse(namespace, refusal)
         if opts.dry_run:
             return self._dry_run(namespace, requested, window, opts, cfg)
         token, now = jobs.client_token(namespace, window), self.now()
@@ -150,7 +155,7 @@ class Trigger:
                 return _result(TriggerStatus.QUEUED, reason="another invocation is starting a run for this namespace")
         pending = held.pending
         try:
-            tables = covered(requested, pending)
+            tables = self._in_catalog(cfg, namespace, covered(requested, pending))
             decision = tables if isinstance(tables, Skip) else decide(
                 tables, None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance),
                 opts.force, opts.maintenance.requested)
@@ -172,6 +177,55 @@ class Trigger:
                  ", ".join(f"{t}: {why}" for t, why in decision.why.items()) or _names(decision.tables))
         return _result(TriggerStatus.STARTED, job_run_id=run["jobRunId"], client_token=token,
                        tables=_names(decision.tables), summary=summary_uri)
+
+    def _refuse(self, namespace: str, reason: str) -> Dict[str, Any]:
+        """Nothing started: the request (or commit) names what no run could mirror. Counted."""
+        log.warning("namespace %s: refused: %s", namespace, reason)
+        self.emit(namespace, Point("Refused", "Count", 1.0))
+        return {"namespace": namespace, **_result(TriggerStatus.REFUSED, reason=reason)}
+
+    def _not_in_catalog(self, cfg: DestinationConfig, namespace: str, requested: TableSelection) -> Optional[str]:
+        """Why a run for `requested` can only fail (the namespace or a named table is not in the Glue
+        catalog), or None. Other catalogs cannot be read from the Lambda: the job checks them."""
+        if cfg.catalog_type != "glue":
+            return None
+        ids = {"CatalogId": cfg.get("glue_catalog_id")} if cfg.get("glue_catalog_id") else {}
+        try:
+            self.c.glue.get_database(Name=namespace, **ids)
+            missing = [t for t in (requested.names if isinstance(requested, Tables) else ())
+                       if not self._glue_table(namespace, t, ids)]
+        except ClientError as exc:
+            if _code(exc) == "EntityNotFoundException":
+                return f"namespace {namespace!r} is not in the Glue catalog: nothing to mirror"
+            log.warning("cannot check %s in Glue (%s); the job checks it", namespace, _code(exc))
+            return None
+        if missing:
+            return f"table(s) {', '.join(missing)} not in the Glue database {namespace!r}: nothing to mirror"
+        return None
+
+    def _in_catalog(self, cfg: DestinationConfig, namespace: str,
+                    tables: Union[AllTables, Tables, Skip]) -> Union[AllTables, Tables, Skip]:
+        """`tables` without those a commit named that the Glue catalog does not hold (a dropped table)."""
+        if cfg.catalog_type != "glue" or not isinstance(tables, Tables):
+            return tables
+        ids = {"CatalogId": cfg.get("glue_catalog_id")} if cfg.get("glue_catalog_id") else {}
+        try:
+            kept = tuple(t for t in tables.names if self._glue_table(namespace, t, ids))
+        except ClientError:
+            return tables
+        if kept != tables.names:
+            log.warning("namespace %s: not in Glue, left out: %s", namespace,
+                        ", ".join(sorted(set(tables.names) - set(kept))))
+        return Tables(kept) if kept else Skip("no pending table is in the Glue catalog")
+
+    def _glue_table(self, namespace: str, table: str, ids: Dict[str, Any]) -> bool:
+        try:
+            self.c.glue.get_table(DatabaseName=namespace, Name=table, **ids)
+            return True
+        except ClientError as exc:
+            if _code(exc) == "EntityNotFoundException":
+                return False
+            raise
 
     def _dry_run(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
                  cfg: DestinationConfig) -> Dict[str, Any]:
@@ -268,6 +322,10 @@ class Trigger:
             raise ConfigError("QUIET_PERIOD_SECONDS > 0 needs SCHEDULER_ROLE_ARN (and the function ARN) "
                               "for the debounce schedule; set QUIET_PERIOD_SECONDS=0 to start at once")
         return Debouncer(self.c.scheduler, self.s.scheduler_group, self.s.scheduler_role_arn, self.function_arn)
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _names(tables: Union[AllTables, Tables]) -> Union[str, List[str]]:

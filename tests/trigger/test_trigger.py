@@ -55,7 +55,7 @@ def test_schedule_input_starts_one_job_per_namespace(aws):
     runs = {arg(r, "--source-namespace"): r for r in aws.job_runs()}
     assert set(runs) == {"sales", "crm"}
     assert arg(runs["sales"], "--tables") == "orders"
-    assert arg(runs["crm"], "--tables") is None  # every table of the namespace
+    assert arg(runs["crm"], "--tables") == "contacts"  # every table of the namespace with work (its only one)
     assert runs["crm"]["tags"]["olake-cow:trigger"] == "schedule"
 
 
@@ -63,7 +63,7 @@ def test_eventbridge_scheduled_event_with_namespaces_in_detail(aws):
     out = aws.invoke(fixture("scheduled_event.json"))
     assert out["status"] == "started"
     [run] = aws.job_runs()
-    assert arg(run, "--source-namespace") == "sales" and arg(run, "--tables") is None
+    assert arg(run, "--source-namespace") == "sales" and arg(run, "--tables") == "orders"  # all with work
 
 
 def test_direct_invocation_returns_the_job_run_id(aws):
@@ -96,6 +96,8 @@ def test_client_token_is_stable_for_a_retried_invocation(aws):
 # --- debounce, single flight, duplicates -----------------------------------------------------
 def test_ten_commit_events_in_the_quiet_period_start_one_job(aws):
     aws.apply_env(QUIET_PERIOD_SECONDS=60)
+    for i in range(4):
+        aws.glue_table("sales", f"t{i}", "source_new_commit")
     for i in range(10):
         out = aws.invoke(aws.commit_event("sales", f"t{i % 4}"))
         assert out["status"] == "debounced"
@@ -120,6 +122,9 @@ def test_ten_commit_events_in_the_quiet_period_start_one_job(aws):
 
 
 def test_events_while_a_job_runs_start_none_and_one_follow_up_after_it(aws):
+    aws.glue_table("sales", "customers", "source_new_commit")
+    aws.glue_table("sales", "idle", "source_after_job")
+    aws.glue_table("sales_cow", "idle_cow", "mirror_after_job")
     first = aws.invoke(aws.commit_event("sales", "orders"))
     aws.set_job_state(first["job_run_id"], "RUNNING")
     for table in ("orders", "customers", "orders"):
@@ -133,7 +138,8 @@ def test_events_while_a_job_runs_start_none_and_one_follow_up_after_it(aws):
     runs = aws.job_runs()
     assert len(runs) == 2
     follow = [r for r in runs if r["jobRunId"] != first["job_run_id"]][0]
-    assert arg(follow, "--tables") is None  # the direct request asked for all tables
+    # the direct request asked for all tables: each with new commits, not the idle one
+    assert arg(follow, "--tables") == "customers,orders"
     assert follow["tags"]["olake-cow:trigger"] == "followup"
     # the same end event again, and a late RUNNING event: nothing more
     assert aws.invoke(aws.end_event(first["job_run_id"]))["status"] == "duplicate"
@@ -288,8 +294,8 @@ def test_a_missing_secret_says_which(aws):
      "'maintenance.expire_mirror_hours' must be a number of hours"),
     ({"namespace": "sales", "maintenance": {"expire_mirror_hours": -2}},
      "'maintenance.expire_mirror_hours' must be a number of hours from 0 to"),
-    ({"namespace": "Sales"}, "namespace name 'Sales' cannot be used with a glue catalog"),
-    ({"namespace": "sales-db"}, "namespace name 'sales-db' cannot be used with a glue catalog"),
+    ({"namespace": "Sales"}, "namespace 'Sales' is not one of this stack's source namespaces"),
+    ({"namespace": "sales-db"}, "namespace 'sales-db' is not one of this stack's source namespaces"),
     ({"namespace": "sales", "tables": ["Orders"]}, "table name 'Orders' cannot be used with a glue catalog"),
     ({"namespace": "sales", "maintenance": {"orphans_dry_run": True}},
      "'maintenance.orphans_dry_run' needs 'maintenance.remove_orphans_hours'"),
