@@ -5,12 +5,14 @@ Region, first found: --region, AWS_REGION, AWS_DEFAULT_REGION, the region of the
 (AWS_PROFILE or default, in ~/.aws/config).
 
     python infra/awsenv.py region [--region R]     prints the region (infra/deploy.sh uses it)
+
+Exit codes: 0 printed, 2 no region found (one line says where to set one).
 """
 import argparse
 import os
 import re
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 
 class SetupError(Exception):
@@ -46,6 +48,61 @@ def bucket_name(value: str, what: str = "BUCKET") -> str:
     return value
 
 
+def split_s3(uri: str, what: str = "location") -> Tuple[str, str]:
+    """("bucket", "prefix") of s3://bucket/prefix (no slashes at the prefix's ends); SetupError that
+    says what to write instead."""
+    if not uri.startswith("s3://"):
+        raise SetupError(f"{what} must be s3://bucket/prefix, not {uri!r}")
+    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    bucket_name(bucket, what)
+    return bucket, prefix.strip("/")
+
+
+def within(prefix: str, other: str) -> bool:
+    """True if key prefix `prefix` is `other` or lies under it, by whole path segments ("" is the bucket)."""
+    return not other or prefix == other or prefix.startswith(other.rstrip("/") + "/")
+
+
+def overlaps(a: Tuple[str, str], b: Tuple[str, str]) -> bool:
+    """Two (bucket, prefix) locations share objects: one holds the other."""
+    return a[0] == b[0] and (within(a[1], b[1]) or within(b[1], a[1]))
+
+
+_STACK = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,127}$")
+
+
+def stack_name(value: str) -> str:
+    """`value` as a CloudFormation stack name; SetupError naming the rule."""
+    if not _STACK.match(value or ""):
+        raise SetupError(f"STACK {value!r} is not a CloudFormation stack name: a letter, then letters, digits and "
+                         "hyphens, at most 128 characters (e.g. olake-cow-sales)")
+    return value
+
+
+# Parameters only this project's template has: how a stack is known as an olake-cow stack.
+SIGNATURE = ("WarehouseBucket", "DestinationSecretArn", "ArtifactsBucket", "SourceNamespaces")
+
+
+def olake_cow_stacks(cfn, exclude: str = "") -> Dict[str, Dict[str, str]]:
+    """The olake-cow stacks of the region (but `exclude`), name -> parameters."""
+    found: Dict[str, Dict[str, str]] = {}
+    for page in cfn.get_paginator("describe_stacks").paginate():
+        for st in page.get("Stacks", []):
+            if st["StackName"] == exclude or st.get("StackStatus") == "DELETE_COMPLETE":
+                continue
+            params = {p["ParameterKey"]: p.get("ResolvedValue") or p.get("ParameterValue", "")
+                      for p in st.get("Parameters", [])}
+            if all(k in params for k in SIGNATURE):
+                found[st["StackName"]] = params
+    return found
+
+
+def error_code(exc: BaseException) -> str:
+    """The AWS error code of a botocore ClientError ("" for anything else)."""
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
 def session(explicit_region: Optional[str] = None):
     import boto3
 
@@ -56,6 +113,7 @@ def describe_stack(cfn, stack: str, hint: str) -> dict:
     """The stack's description; SetupError naming the stack and region (and `hint`) when it is not there."""
     from botocore.exceptions import ClientError
 
+    stack_name(stack)
     try:
         return cfn.describe_stacks(StackName=stack)["Stacks"][0]
     except ClientError as exc:
@@ -91,7 +149,8 @@ def explain(exc: BaseException) -> str:
             return (f"access denied for {operation}: the credentials in use need that permission "
                     f"({message or code})")
         if code == "NoSuchBucket":
-            return f"bucket {error.get('BucketName') or ''} does not exist (or belongs to another account)"
+            name = error.get("BucketName")
+            return f"{f'bucket {name}' if name else 'the bucket'} does not exist (or belongs to another account)"
         if code == "ResourceNotFoundException":
             return f"{operation}: not found ({message or code})"
         if code in ("ExpiredToken", "ExpiredTokenException", "InvalidClientTokenId", "UnrecognizedClientException"):
@@ -102,12 +161,16 @@ def explain(exc: BaseException) -> str:
 
 def run(prog: str, main: Callable[[], int]) -> int:
     """Run a script's main, turning AWS and setup errors into one line on stderr and exit code 2."""
+    from boto3.exceptions import Boto3Error
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         return main()
     except (SetupError, BotoCoreError, ClientError) as exc:
         print(f"{prog}: error: {explain(exc)}", file=sys.stderr)
+        return 2
+    except Boto3Error as exc:  # S3UploadFailedError and the like wrap the ClientError's text
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
 
 

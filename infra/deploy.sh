@@ -4,7 +4,8 @@
 # Settings come from the environment (README, "Deploy"):
 #   WAREHOUSE_BUCKET, SECRET_ARN, NAMESPACES   required
 #   STACK (olake-cow), WAREHOUSE_PREFIX (""), ARTIFACTS_BUCKET (= WAREHOUSE_BUCKET),
-#   ARTIFACTS_PREFIX (olake-cow), EXTRA_PARAMS ("Key=Value ..." for other stack parameters)
+#   ARTIFACTS_PREFIX (olake-cow/<STACK>: each stack its own), EXTRA_PARAMS ("Key=Value ..." for other
+#   stack parameters; a value may hold spaces and JSON)
 #   region: AWS_REGION, AWS_DEFAULT_REGION or the AWS profile's (one rule for every script and sam)
 #   DEPLOY_DRY_RUN=1: package, upload and build, then print the `sam deploy` command instead of running it
 set -euo pipefail
@@ -17,7 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 STACK=${STACK:-olake-cow}
 ARTIFACTS_BUCKET=${ARTIFACTS_BUCKET:-$WAREHOUSE_BUCKET}
-ARTIFACTS_PREFIX=${ARTIFACTS_PREFIX:-olake-cow}
+ARTIFACTS_PREFIX=${ARTIFACTS_PREFIX-olake-cow/$STACK}
 PY=${PY:-.venv-deploy/bin/python}
 SAM=${SAM:-.venv-deploy/bin/sam}
 export SAM_CLI_TELEMETRY=0
@@ -27,22 +28,27 @@ export PYTHON
 REGION=$($PY infra/awsenv.py region) || exit 2
 
 echo "==> checking the settings (region $REGION)"
-$PY infra/preflight.py --region "$REGION" --warehouse-bucket "$WAREHOUSE_BUCKET" \
-  --warehouse-prefix "${WAREHOUSE_PREFIX:-}" --artifacts-bucket "$ARTIFACTS_BUCKET" --secret-arn "$SECRET_ARN" \
-  --namespaces "$NAMESPACES" || exit 2
+PARAMS_FILE=$(mktemp)
+trap 'rm -f "$PARAMS_FILE"' EXIT
+$PY infra/preflight.py --stack "$STACK" --region "$REGION" --warehouse-bucket "$WAREHOUSE_BUCKET" \
+  --warehouse-prefix "${WAREHOUSE_PREFIX:-}" --artifacts-bucket "$ARTIFACTS_BUCKET" \
+  --artifacts-prefix "$ARTIFACTS_PREFIX" --secret-arn "$SECRET_ARN" --namespaces "$NAMESPACES" \
+  --extra-params "${EXTRA_PARAMS:-}" --params-out "$PARAMS_FILE" || exit 2
+mapfile -t EXTRA < "$PARAMS_FILE"  # one checked Key=Value a line: spaces and JSON stay in one parameter
 echo "==> packaging the job (region $REGION)"
 VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
 echo "    code version $VERSION"
 echo "==> building the trigger Lambda"
 $SAM build --build-in-source --template template.yaml
-# shellcheck disable=SC2206
-CMD=($SAM deploy --stack-name "$STACK" --region "$REGION" --resolve-s3 --capabilities CAPABILITY_IAM
-     --no-fail-on-empty-changeset --parameter-overrides
-     "WarehouseBucket=$WAREHOUSE_BUCKET" "WarehousePrefix=${WAREHOUSE_PREFIX:-}" "DestinationSecretArn=$SECRET_ARN"
-     "SourceNamespaces=$NAMESPACES" "ArtifactsBucket=$ARTIFACTS_BUCKET" "ArtifactsPrefix=$ARTIFACTS_PREFIX"
-     "CodeVersion=$VERSION" ${EXTRA_PARAMS:-})
+OVERRIDES=("WarehouseBucket=$WAREHOUSE_BUCKET" "WarehousePrefix=${WAREHOUSE_PREFIX:-}"
+           "DestinationSecretArn=$SECRET_ARN" "SourceNamespaces=$NAMESPACES" "ArtifactsBucket=$ARTIFACTS_BUCKET"
+           "ArtifactsPrefix=$ARTIFACTS_PREFIX" "CodeVersion=$VERSION" "${EXTRA[@]}")
+CMD=("$SAM" deploy --stack-name "$STACK" --region "$REGION" --resolve-s3 --capabilities CAPABILITY_IAM
+     --no-fail-on-empty-changeset --parameter-overrides "${OVERRIDES[@]}")
+# DEPLOY_PARAMS_OUT: the stack's parameters, one Key=Value a line (make try-local creates its stack from them)
+[ -z "${DEPLOY_PARAMS_OUT:-}" ] || printf '%s\n' "${OVERRIDES[@]}" > "$DEPLOY_PARAMS_OUT"
 if [ -n "${DEPLOY_DRY_RUN:-}" ]; then
-  echo "==> dry run: would run: ${CMD[*]}"
+  printf '==> dry run: would run:'; printf ' %q' "${CMD[@]}"; echo
   exit 0
 fi
 echo "==> deploying stack $STACK"

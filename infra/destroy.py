@@ -2,26 +2,38 @@
 schedules (in the stack's own schedule group, <stack>-debounce, so another stack's are never
 touched). OLake's tables are never touched. What the stack does not own stays unless asked for:
 
-  --remove-artifacts       the job's code, run summaries and job logs under s3://<ArtifactsBucket>/<ArtifactsPrefix>/
-  --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and their data in S3
+  --remove-artifacts       the job's code, run summaries and job logs: only the code/, summaries/ and logs/
+                           folders of s3://<ArtifactsBucket>/<ArtifactsPrefix>/, and only when that location
+                           carries this stack's marker (make deploy writes it), holds no Iceberg metadata and
+                           lies apart from the warehouse and every table; other objects there are kept and named
+  --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and the data under each
+                           mirror table's own location (never a location that holds a source table)
   --remove-secret          the destination secret (Secrets Manager keeps it 7 days, then deletes it)
   --disable-bucket-events  EventBridge notifications of the warehouse bucket (other notifications stay)
 
-Removing data needs --yes. The stack's parameters (buckets, namespaces, secret) are read before it
-is deleted; with --skip-stack (the stack is gone already) give them as options.
+The secret, the bucket's notifications and a namespace's mirrors are kept while another olake-cow
+stack of the region uses them (named in the output), unless named with --secret, --bucket or
+--namespaces. Every check runs before anything is deleted: a refusal deletes nothing, the stack
+included. Removing data needs --yes. The stack's parameters (buckets, namespaces, secret) are read
+before it is deleted; with --skip-stack (the stack is gone already) give them as options.
 
     python infra/destroy.py [--stack olake-cow] [--region R] [--remove-mirrors --yes] ...
     make destroy STACK=olake-cow [DESTROY_ARGS="--remove-artifacts --yes"]   (the same, from the deploy environment)
 
-Exit codes: 0 removed, 2 a missing --yes, an unknown stack, or an AWS error (one line says what).
+Exit codes: 0 removed, 2 a missing --yes, an unknown stack, a location that is not provably the
+stack's, or an AWS error (one line says what).
 """
 import argparse
 import os
 import subprocess
 import sys
-from typing import Dict, List, Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 import awsenv
+import ownership
+
+MIRROR_SUFFIX = "_cow"
 
 
 def schedule_group(stack: str) -> str:
@@ -38,14 +50,12 @@ def stack_parameters(cfn, stack: str) -> Dict[str, str]:
 
 def delete_schedules(scheduler, group: str) -> List[str]:
     """Delete the schedules of one schedule group (none when the group is gone)."""
-    from botocore.exceptions import ClientError
-
     names = []
     try:
         for page in scheduler.get_paginator("list_schedules").paginate(GroupName=group):
             names += [s["Name"] for s in page.get("Schedules", [])]
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+    except Exception as exc:
+        if awsenv.error_code(exc) == "ResourceNotFoundException":
             return []
         raise
     for name in names:
@@ -53,40 +63,61 @@ def delete_schedules(scheduler, group: str) -> List[str]:
     return names
 
 
-def delete_prefix(s3, bucket: str, prefix: str) -> int:
-    """Delete every object under s3://bucket/prefix/ (the trailing slash is added); returns the count."""
-    prefix = prefix.rstrip("/") + "/"
-    removed = 0
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-        if keys:
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
-            removed += len(keys)
-    return removed
+@dataclass
+class MirrorTable:
+    database: str
+    name: str
+    location: Optional[ownership.Location]  # None: the table's data is not removed (see why)
+    why_kept: str = ""
 
 
-def delete_mirrors(glue, s3, namespaces: List[str], suffix: str = "_cow") -> List[str]:
-    """Drop the mirror databases of `namespaces` (never a source database), with their data."""
-    from botocore.exceptions import ClientError
-
-    dropped = []
+def plan_mirrors(glue, namespaces: List[str], warehouse: ownership.Location,
+                 sources: List[Tuple[str, ownership.Location]]) -> List[MirrorTable]:
+    """The mirror tables of `namespaces` and the data each may lose: its own location, holding its
+    own metadata, apart from every source table, and not holding the warehouse."""
+    plan: List[MirrorTable] = []
     for ns in namespaces:
-        database = ns + suffix
+        database = ns + MIRROR_SUFFIX
         try:
             tables = [t for page in glue.get_paginator("get_tables").paginate(DatabaseName=database)
                       for t in page.get("TableList", [])]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "EntityNotFoundException":
+        except Exception as exc:
+            if awsenv.error_code(exc) == "EntityNotFoundException":
                 continue
             raise
         for t in tables:
             location = (t.get("StorageDescriptor") or {}).get("Location") or ""
-            if location.startswith("s3://"):
-                bucket, _, prefix = location[len("s3://"):].partition("/")
-                if prefix.strip("/"):
-                    delete_prefix(s3, bucket, prefix)
-            glue.delete_table(DatabaseName=database, Name=t["Name"])
-            dropped.append(f"{database}.{t['Name']}")
+            metadata = (t.get("Parameters") or {}).get("metadata_location") or ""
+            entry = MirrorTable(database, t["Name"], None)
+            if not location.startswith("s3://"):
+                entry.why_kept = "not in S3"
+            else:
+                loc = awsenv.split_s3(location.rstrip("/"), f"{database}.{t['Name']} location")
+                clash = [what for what, other in sources if awsenv.overlaps(loc, other)]
+                if loc[0] == warehouse[0] and awsenv.within(warehouse[1], loc[1]):
+                    clash.append("the warehouse")
+                if not loc[1]:
+                    entry.why_kept = "its location is a bucket root"
+                elif clash:
+                    entry.why_kept = f"its location overlaps {clash[0]}"
+                elif metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
+                    entry.why_kept = "its metadata lives outside its location"
+                else:
+                    entry.location = loc
+            plan.append(entry)
+    return plan
+
+
+def drop_mirrors(glue, s3, plan: List[MirrorTable]) -> List[str]:
+    dropped = []
+    for entry in plan:
+        if entry.location:
+            bucket, prefix = entry.location
+            ownership.delete_keys(s3, bucket, ownership.keys_under(s3, bucket, prefix))
+        glue.delete_table(DatabaseName=entry.database, Name=entry.name)
+        dropped.append(f"{entry.database}.{entry.name}" + (f" (data kept: {entry.why_kept})" if entry.why_kept
+                                                           else ""))
+    for database in sorted({e.database for e in plan}):
         glue.delete_database(Name=database)
     return dropped
 
@@ -104,6 +135,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm the removal of data (mirrors, artifacts, secret)")
     p.add_argument("--skip-stack", action="store_true", help="the stack is gone already: only the other steps")
     p.add_argument("--artifacts", metavar="s3://bucket/prefix", help="with --skip-stack: the artifacts location")
+    p.add_argument("--warehouse", metavar="s3://bucket/prefix", help="with --skip-stack: the warehouse")
     p.add_argument("--namespaces", metavar="A,B", help="with --skip-stack: the source namespaces")
     p.add_argument("--secret", metavar="ARN", help="with --skip-stack: the destination secret")
     p.add_argument("--bucket", help="with --skip-stack: the warehouse bucket")
@@ -114,17 +146,97 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     if (args.remove_artifacts or args.remove_mirrors or args.remove_secret) and not args.yes:
-        print("destroy: removing mirrors, artifacts or the secret deletes data: add --yes", file=sys.stderr)
+        print("destroy: error: removing mirrors, artifacts or the secret deletes data: add --yes", file=sys.stderr)
         return 2
     return awsenv.run("destroy", lambda: _destroy(args))
 
 
+@dataclass
+class Plan:
+    """Everything destroy will do, decided (and refused, if need be) before anything is deleted."""
+
+    artifacts: Optional[ownership.Location] = None
+    removal: Optional[ownership.Removal] = None
+    mirrors: List[MirrorTable] = field(default_factory=list)
+    secret: Optional[str] = None
+    bucket: Optional[str] = None
+    kept: List[str] = field(default_factory=list)
+
+
+def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dict[str, Dict[str, str]]) -> Plan:
+    plan = Plan()
+    warehouse: Optional[ownership.Location] = None
+    if args.warehouse:
+        warehouse = awsenv.split_s3(args.warehouse, "--warehouse")
+    elif params.get("WarehouseBucket"):
+        warehouse = (params["WarehouseBucket"], params.get("WarehousePrefix", "").strip("/"))
+    namespaces = [n.strip() for n in (args.namespaces or params.get("SourceNamespaces", "")).split(",") if n.strip()]
+    glue = session.client("glue")
+    if args.remove_artifacts or args.remove_mirrors:
+        if warehouse is None:
+            raise awsenv.SetupError("the warehouse is unknown, so nothing it holds can be told apart: pass "
+                                    "--warehouse s3://bucket/prefix")
+        protected = [("the warehouse", warehouse)]
+        sources = ownership.table_locations(glue, namespaces)
+    if args.remove_artifacts:
+        if args.artifacts:
+            plan.artifacts = awsenv.split_s3(args.artifacts, "--artifacts")
+        elif params.get("ArtifactsBucket"):
+            plan.artifacts = (params["ArtifactsBucket"], params.get("ArtifactsPrefix", "olake-cow").strip("/"))
+        else:
+            raise awsenv.SetupError("--remove-artifacts: the artifacts location is unknown; pass --artifacts")
+        mirrors = ownership.table_locations(glue, [n + MIRROR_SUFFIX for n in namespaces])
+        plan.removal = ownership.plan_removal(session.client("s3"), plan.artifacts, args.stack,
+                                              protected + sources + mirrors)
+        theirs = [(name, (p["ArtifactsBucket"], p.get("ArtifactsPrefix", "").strip("/"))) for name, p in others.items()]
+        for key in list(plan.removal.remove):
+            owner = [name for name, loc in theirs if loc[0] == plan.artifacts[0] and awsenv.within(key, loc[1])]
+            if owner:
+                plan.removal.remove.remove(key)
+                plan.removal.keep.append(key)
+    if args.remove_mirrors:
+        if not namespaces:
+            raise awsenv.SetupError("--remove-mirrors: the namespaces are unknown; pass --namespaces")
+        shared = {ns: [name for name, p in others.items() if ns in p.get("SourceNamespaces", "").split(",")]
+                  for ns in namespaces}
+        mine = namespaces if args.namespaces else [ns for ns in namespaces if not shared[ns]]
+        plan.kept += [f"the mirrors of {ns} (stack(s) {', '.join(shared[ns])} mirror it too; name it with "
+                      "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
+        plan.mirrors = plan_mirrors(glue, mine, warehouse, sources)
+    if args.remove_secret:
+        secret = args.secret or params.get("DestinationSecretArn")
+        if not secret:
+            raise awsenv.SetupError("--remove-secret: the secret is unknown; pass --secret")
+        users = [name for name, p in others.items() if p.get("DestinationSecretArn") == secret]
+        if users and not args.secret:
+            plan.kept.append(f"the secret {secret} (stack(s) {', '.join(users)} read it; name it with --secret to "
+                             "delete it anyway)")
+        else:
+            plan.secret = secret
+    if args.disable_bucket_events:
+        bucket = args.bucket or params.get("WarehouseBucket")
+        if not bucket:
+            raise awsenv.SetupError("--disable-bucket-events: the bucket is unknown; pass --bucket")
+        users = [name for name, p in others.items() if p.get("WarehouseBucket") == bucket]
+        if users and not args.bucket:
+            plan.kept.append(f"the EventBridge notifications of s3://{bucket} (stack(s) {', '.join(users)} need them; "
+                             "name the bucket with --bucket to turn them off anyway)")
+        else:
+            plan.bucket = bucket
+    return plan
+
+
 def _destroy(args: argparse.Namespace) -> int:
+    awsenv.stack_name(args.stack)
     session = awsenv.session(args.region)
     region = session.region_name
+    cfn = session.client("cloudformation")
     params: Dict[str, str] = {}
     if not args.skip_stack:
-        params = stack_parameters(session.client("cloudformation"), args.stack)
+        params = stack_parameters(cfn, args.stack)
+    needs_others = args.remove_artifacts or args.remove_mirrors or args.remove_secret or args.disable_bucket_events
+    others = awsenv.olake_cow_stacks(cfn, exclude=args.stack) if needs_others else {}
+    plan = _plan(args, session, params, others)  # every refusal happens here, before anything is deleted
     gone = delete_schedules(session.client("scheduler"), schedule_group(args.stack))
     print(f"==> {len(gone)} pending debounce schedule(s) of stack {args.stack} deleted")
     if not args.skip_stack:
@@ -132,33 +244,30 @@ def _destroy(args: argparse.Namespace) -> int:
         done = subprocess.run([args.sam, "delete", "--stack-name", args.stack, "--region", region, "--no-prompts"])
         if done.returncode != 0:
             raise awsenv.SetupError(f"sam delete failed (exit {done.returncode}); nothing else was removed")
-    artifacts = args.artifacts or (f"s3://{params['ArtifactsBucket']}/{params.get('ArtifactsPrefix', 'olake-cow')}"
-                                   if params.get("ArtifactsBucket") else None)
-    namespaces = [n.strip() for n in (args.namespaces or params.get("SourceNamespaces", "")).split(",") if n.strip()]
-    secret = args.secret or params.get("DestinationSecretArn")
-    bucket = args.bucket or params.get("WarehouseBucket")
-    if args.remove_artifacts:
-        if not artifacts:
-            raise awsenv.SetupError("--remove-artifacts: the artifacts location is unknown; pass --artifacts")
-        b, _, prefix = artifacts[len("s3://"):].partition("/")
-        print(f"==> {delete_prefix(session.client('s3'), b, prefix)} object(s) removed under {artifacts}/")
-    if args.remove_mirrors:
-        if not namespaces:
-            raise awsenv.SetupError("--remove-mirrors: the namespaces are unknown; pass --namespaces")
-        dropped = delete_mirrors(session.client("glue"), session.client("s3"), namespaces)
-        print(f"==> {len(dropped)} mirror table(s) dropped with their data: {', '.join(dropped) or '-'}")
-    if args.remove_secret:
-        if not secret:
-            raise awsenv.SetupError("--remove-secret: the secret is unknown; pass --secret")
-        session.client("secretsmanager").delete_secret(SecretId=secret, RecoveryWindowInDays=7)
-        print(f"==> secret {secret} scheduled for deletion in 7 days")
-    if args.disable_bucket_events:
-        if not bucket:
-            raise awsenv.SetupError("--disable-bucket-events: the bucket is unknown; pass --bucket")
+    s3 = session.client("s3")
+    if plan.artifacts and plan.removal:
+        uri = f"s3://{plan.artifacts[0]}/{plan.artifacts[1]}".rstrip("/")
+        removed = ownership.delete_keys(s3, plan.artifacts[0], plan.removal.remove)
+        print(f"==> {removed} object(s) of stack {args.stack} removed under {uri}/ (code/, summaries/, logs/, "
+              "its marker)")
+        if plan.removal.keep:
+            print(f"    kept {len(plan.removal.keep)} other object(s) there, not the stack's: "
+                  f"{', '.join(plan.removal.keep[:5])}{' ...' if len(plan.removal.keep) > 5 else ''}")
+    if plan.mirrors:
+        dropped = drop_mirrors(session.client("glue"), s3, plan.mirrors)
+        print(f"==> {len(dropped)} mirror table(s) dropped with their data: {', '.join(dropped)}")
+    elif args.remove_mirrors:
+        print("==> no mirror table to drop")
+    if plan.secret:
+        session.client("secretsmanager").delete_secret(SecretId=plan.secret, RecoveryWindowInDays=7)
+        print(f"==> secret {plan.secret} scheduled for deletion in 7 days")
+    if plan.bucket:
         from enable_bucket_events import disable
 
-        disable(session.client("s3"), bucket)
-        print(f"==> s3://{bucket}: EventBridge notifications turned off")
+        disable(s3, plan.bucket)
+        print(f"==> s3://{plan.bucket}: EventBridge notifications turned off")
+    for what in plan.kept:
+        print(f"    kept {what}")
     print("==> done. OLake's tables were not touched.")
     return 0
 

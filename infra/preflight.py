@@ -1,24 +1,33 @@
-"""Checks what `make deploy` is given before anything is uploaded or deployed: the buckets are bucket
-names, the destination secret exists in the stack's region and holds a config the job accepts, its
-warehouse (writer.iceberg_s3_path) is the one WAREHOUSE_BUCKET and WAREHOUSE_PREFIX name, and the
-namespaces are names the catalog accepts. infra/deploy.sh runs it; each problem is one line.
+"""Checks what `make deploy` is given before anything is uploaded or deployed, then claims the
+stack's artifacts location. Checked: the stack name; the buckets are bucket names and exist; the
+destination secret exists in the stack's region and holds a config the job accepts, for a catalog
+the stack can reach, with its Glue region the stack's; its warehouse (writer.iceberg_s3_path) is in
+S3 and is the one WAREHOUSE_BUCKET and WAREHOUSE_PREFIX name; the namespaces are names the catalog
+accepts and not mirror namespaces; the artifacts location is apart from the warehouse and every
+table of the namespaces and their mirrors; EXTRA_PARAMS meet template.yaml's constraints. Then the
+artifacts location is claimed for the stack (infra/ownership.py): never one another stack claimed.
+infra/deploy.sh runs it; each problem is one line.
 
-    python infra/preflight.py --warehouse-bucket B [--warehouse-prefix P] [--artifacts-bucket B]
-                              --secret-arn ARN --namespaces a,b [--region R]
+    python infra/preflight.py --stack S --warehouse-bucket B [--warehouse-prefix P] [--artifacts-bucket B]
+                              [--artifacts-prefix P] --secret-arn ARN --namespaces a,b [--region R]
+                              [--extra-params "K=V ..."] [--params-out FILE]
 
 Exit codes: 0 all good, 2 a problem (one line says what to fix).
 """
 import argparse
 import os
+import re
 import sys
-from typing import List
+from typing import Dict, List
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 import awsenv
+import ownership
+import stack_params
 
 from olake_cow.core.config import DestinationConfig, parse_destination
 from olake_cow.core.errors import OlakeCowError
-from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
+from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 
 
 def secret_region(arn: str) -> str:
@@ -45,13 +54,20 @@ def read_config(sm, arn: str) -> DestinationConfig:
         raise awsenv.SetupError(f"the secret {arn} holds a config the job refuses: {exc}") from None
 
 
-def check(args: argparse.Namespace, sm) -> List[str]:
-    """The checks; returns what was checked (for the log). SetupError on the first problem."""
+def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
+    """The checks; returns what was checked (for the log). SetupError on the first problem.
+    Without `s3`/`glue` (tests of the pure part) the bucket and table checks are left out."""
+    stack = awsenv.stack_name(args.stack)
     warehouse_bucket = awsenv.bucket_name(args.warehouse_bucket, "WAREHOUSE_BUCKET")
-    awsenv.bucket_name(args.artifacts_bucket or warehouse_bucket, "ARTIFACTS_BUCKET")
+    artifacts_bucket = awsenv.bucket_name(args.artifacts_bucket or warehouse_bucket, "ARTIFACTS_BUCKET")
     prefix = args.warehouse_prefix or ""
     if prefix != prefix.strip("/"):
         raise awsenv.SetupError(f"WAREHOUSE_PREFIX {prefix!r} must not start or end with '/'")
+    artifacts_prefix = args.artifacts_prefix if args.artifacts_prefix is not None else f"olake-cow/{stack}"
+    if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", artifacts_prefix):
+        raise awsenv.SetupError(f"ARTIFACTS_PREFIX {artifacts_prefix!r} must be a key prefix of letters, digits, "
+                                "'.', '_', '-' and inner '/' (default olake-cow/<stack>)")
+    extra = stack_params.parse(args.extra_params or "")
     region = sm.meta.region_name
     if secret_region(args.secret_arn) != region:
         raise awsenv.SetupError(
@@ -59,8 +75,9 @@ def check(args: argparse.Namespace, sm) -> List[str]:
             f"and the job read the secret in the stack's region; store it there (AWS_REGION={region} make secret "
             "FILE=destination.json) or deploy to the secret's region")
     cfg = read_config(sm, args.secret_arn)
+    check_catalog(cfg, region, extra)
     expected = f"s3://{warehouse_bucket}" + (f"/{prefix}" if prefix else "")
-    if cfg.warehouse.startswith("s3://") and cfg.warehouse.rstrip("/") != expected:
+    if cfg.warehouse.rstrip("/") != expected:
         raise awsenv.SetupError(
             f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
             f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
@@ -69,20 +86,72 @@ def check(args: argparse.Namespace, sm) -> List[str]:
         raise awsenv.SetupError("NAMESPACES is empty: list the source namespaces, e.g. sales,crm")
     try:
         for ns in namespaces:
-            check_for_catalog(cfg.catalog_type, "namespace", validate_name("namespace", ns))
+            check_for_catalog(cfg.catalog_type, "namespace", check_source_namespace(validate_name("namespace", ns)))
             check_for_catalog(cfg.catalog_type, "namespace", ns + MIRROR_SUFFIX)
     except OlakeCowError as exc:
         raise awsenv.SetupError(f"NAMESPACES: {exc}") from None
-    return [f"secret {args.secret_arn} ({cfg.catalog_type} catalog) in {region}", f"warehouse {cfg.warehouse}",
-            f"namespaces {', '.join(namespaces)}"]
+    artifacts = (artifacts_bucket, artifacts_prefix)
+    protected = [("the warehouse", (warehouse_bucket, prefix))]
+    if glue is not None and cfg.catalog_type == "glue":
+        protected += ownership.table_locations(glue, namespaces + [n + MIRROR_SUFFIX for n in namespaces],
+                                               cfg.get("glue_catalog_id"))
+    ownership.check_apart(artifacts, protected)
+    if s3 is not None:
+        for what, bucket in (("WAREHOUSE_BUCKET", warehouse_bucket), ("ARTIFACTS_BUCKET", artifacts_bucket)):
+            try:
+                s3.head_bucket(Bucket=bucket)
+            except Exception as exc:
+                if awsenv.error_code(exc) in ("404", "NoSuchBucket"):
+                    raise awsenv.SetupError(f"{what} {bucket} does not exist in this account (create it, or name "
+                                            "an existing bucket)") from None
+                raise
+    if args.params_out:
+        with open(args.params_out, "w", encoding="utf-8") as f:
+            f.write("".join(f"{k}={v}\n" for k, v in extra.items()))
+    return [f"stack {stack} in {region}", f"secret {args.secret_arn} ({cfg.catalog_type} catalog)",
+            f"warehouse {cfg.warehouse}", f"namespaces {', '.join(namespaces)}",
+            f"artifacts s3://{artifacts_bucket}/{artifacts_prefix}/ (apart from the warehouse and its tables)"]
+
+
+_NETWORK = {"jdbc": "its database", "hive": "its metastore", "rest": "its REST endpoint"}
+
+
+def check_catalog(cfg: DestinationConfig, region: str, extra: Dict[str, str]) -> None:
+    """SetupError for a config the stack's job or trigger cannot work with."""
+    if not cfg.warehouse.startswith("s3://"):
+        raise awsenv.SetupError(f"the secret's warehouse {cfg.warehouse!r} is not in S3: the stack's job runs on EMR "
+                                "Serverless and reads OLake's tables from S3 (a local or file: warehouse is for "
+                                "local runs)")
+    if cfg.catalog_type == "hadoop":
+        raise awsenv.SetupError("the secret's catalog_type is hadoop (a file-system catalog, for local runs): "
+                                "the stack needs the catalog OLake writes to (glue, jdbc, hive or rest)")
+    if cfg.catalog_type == "glue":
+        glue_region = cfg.get("glue_region") or cfg.get("aws_region")
+        if glue_region and glue_region != region:
+            raise awsenv.SetupError(f"the secret's Glue catalog is in {glue_region} but the stack deploys to {region}: "
+                                    "the trigger reads Glue and the job role is granted Glue in the stack's region; "
+                                    f"deploy to {glue_region}")
+        return
+    if not extra.get("SubnetIds", "").strip():
+        raise awsenv.SetupError(f"the secret's catalog is {cfg.catalog_type}: the job must reach "
+                                f"{_NETWORK[cfg.catalog_type]} from a VPC; pass EXTRA_PARAMS=\"SubnetIds=subnet-... "
+                                "SecurityGroupIds=sg-...\" (README, Deploy)")
+    if cfg.catalog_type == "jdbc" and not extra.get("JobExtraJars", "").strip():
+        raise awsenv.SetupError("the secret's catalog is jdbc: EMR ships no JDBC driver; upload it and pass "
+                                "EXTRA_PARAMS=\"JobExtraJars=s3://bucket/jars/postgresql.jar ...\"")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="preflight", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stack", default="olake-cow", help="STACK: the stack's name (default olake-cow)")
     p.add_argument("--warehouse-bucket", required=True, help="WAREHOUSE_BUCKET: the warehouse's bucket name")
     p.add_argument("--warehouse-prefix", default="", help="WAREHOUSE_PREFIX: the key prefix of the warehouse")
     p.add_argument("--artifacts-bucket", default="", help="ARTIFACTS_BUCKET (default: the warehouse bucket)")
+    p.add_argument("--artifacts-prefix", default=None,
+                   help="ARTIFACTS_PREFIX: the stack's own key prefix (default olake-cow/<stack>)")
+    p.add_argument("--extra-params", default="", help="EXTRA_PARAMS: other stack parameters, Key=Value ...")
+    p.add_argument("--params-out", help="write the checked EXTRA_PARAMS here, one Key=Value a line")
     p.add_argument("--secret-arn", required=True, help="SECRET_ARN: the destination secret (make secret prints it)")
     p.add_argument("--namespaces", required=True, help="NAMESPACES: the source namespaces, comma separated")
     p.add_argument("--region", help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
@@ -93,8 +162,14 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
 
     def run() -> int:
-        for line in check(args, awsenv.session(args.region).client("secretsmanager")):
+        session = awsenv.session(args.region)
+        s3 = session.client("s3")
+        for line in check(args, session.client("secretsmanager"), s3, session.client("glue")):
             print(f"    ok: {line}")
+        bucket = args.artifacts_bucket or args.warehouse_bucket
+        prefix = args.artifacts_prefix if args.artifacts_prefix is not None else f"olake-cow/{args.stack}"
+        done = ownership.claim(s3, (bucket, prefix), args.stack, session.region_name)
+        print(f"    ok: s3://{bucket}/{prefix}/ {done} for stack {args.stack}")
         return 0
 
     return awsenv.run("deploy", run)

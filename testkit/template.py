@@ -2,37 +2,13 @@
 and what the stack hands the trigger Lambda at the template's defaults."""
 import json
 import os
+import sys
 from typing import Any, Dict, List
-
-import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(ROOT, "template.yaml")
-
-
-class _CfnLoader(yaml.SafeLoader):
-    pass
-
-
-def _tag(loader, suffix, node):
-    name = "Fn::GetAtt" if suffix == "GetAtt" else ("Ref" if suffix == "Ref" else f"Fn::{suffix}")
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if suffix == "GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _tag)
-
-
-def load_template(path: str = TEMPLATE) -> Dict[str, Any]:
-    with open(path, encoding="utf-8") as f:
-        return yaml.load(f, Loader=_CfnLoader)
+sys.path.insert(0, os.path.join(ROOT, "infra"))
+from stack_params import load_template  # noqa: E402,F401 - the one reader of template.yaml
 
 
 def default_trigger_env(template: Dict[str, Any]) -> Dict[str, str]:

@@ -3,7 +3,6 @@
 metric. The cases are the trigger table of docs/BAD-INPUT.md."""
 import json
 import os
-import re
 import uuid
 
 import pytest
