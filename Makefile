@@ -46,18 +46,18 @@ check-template: $(DEPLOY_STAMP) ## cfn-lint and sam build of template.yaml
 	PYTHON=$(DEPLOY_PY) SAM_CLI_TELEMETRY=0 $(DEPLOY_VENV)/bin/sam build --build-in-source --template template.yaml
 
 secret: $(DEPLOY_STAMP) ## store OLake's destination.json in Secrets Manager (FILE=destination.json [NAME=olake/destination])
-	@[ -n "$(FILE)" ] || { echo "make secret: set FILE=path/to/destination.json" >&2; exit 2; }
+	@[ -n "$(FILE)" ] || { echo "make secret: error: set FILE=path/to/destination.json" >&2; exit 2; }
 	$(DEPLOY_PY) infra/put_destination_secret.py --file "$(FILE)" --name "$(or $(NAME),olake/destination)"
 
 bucket-events: $(DEPLOY_STAMP) ## once per bucket: S3 -> EventBridge notifications (BUCKET=my-olake-bucket)
-	@[ -n "$(BUCKET)" ] || { echo "make bucket-events: set BUCKET=<the warehouse bucket>" >&2; exit 2; }
+	@[ -n "$(BUCKET)" ] || { echo "make bucket-events: error: set BUCKET=<the warehouse bucket>" >&2; exit 2; }
 	$(DEPLOY_PY) infra/enable_bucket_events.py "$(BUCKET)"
 
 deploy: $(DEPLOY_STAMP) ## package the job, build and deploy the stack (README, Deploy); no Java or pyspark needed
 	PY=$(DEPLOY_PY) SAM=$(DEPLOY_VENV)/bin/sam bash infra/deploy.sh
 
 run-now: $(DEPLOY_STAMP) ## start a run through the deployed trigger and wait (STACK=olake-cow NAMESPACE=sales RUN_ARGS="--force")
-	@[ -n "$(NAMESPACE)" ] || { echo "make run-now: set NAMESPACE=<source namespace>" >&2; exit 2; }
+	@[ -n "$(NAMESPACE)" ] || { echo "make run-now: error: set NAMESPACE=<source namespace>" >&2; exit 2; }
 	$(DEPLOY_PY) infra/run_now.py --stack "$(STACK)" --namespace "$(NAMESPACE)" $(RUN_ARGS)
 
 destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (STACK=olake-cow DESTROY_ARGS="--remove-artifacts --yes")

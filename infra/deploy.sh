@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 missing=()
 for v in WAREHOUSE_BUCKET SECRET_ARN NAMESPACES; do [ -n "${!v:-}" ] || missing+=("$v"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "deploy: set ${missing[*]} (see README, Deploy; SECRET_ARN comes from make secret)" >&2
+  echo "deploy: error: set ${missing[*]} (see README, Deploy; SECRET_ARN comes from make secret)" >&2
   exit 2
 fi
 STACK=${STACK:-olake-cow}

@@ -47,10 +47,10 @@ def main(argv=None) -> int:
             text = decode_text(f.read())  # UTF-8, or UTF-16/32 with a byte-order mark
         parse_destination(text)
     except OSError as exc:
-        print(f"put_destination_secret: cannot read --file {args.file}: {exc.strerror}", file=sys.stderr)
+        print(f"put_destination_secret: error: cannot read --file {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
     except ConfigError as exc:
-        print(f"put_destination_secret: {args.file}: {exc}", file=sys.stderr)
+        print(f"put_destination_secret: error: {args.file}: {exc}", file=sys.stderr)
         return 2
 
     def store() -> int:
