@@ -156,7 +156,8 @@ def lake(clone, moto_url):
 def _state(moto):
     s3 = moto.client("s3")
     objects = {b["Name"]: moto.objects(b["Name"]) for b in s3.list_buckets()["Buckets"]}
-    secrets = sorted((s["Name"], "DeletedDate" in s) for s in moto.client("secretsmanager").list_secrets()["SecretList"])
+    listed = moto.client("secretsmanager").list_secrets()["SecretList"]
+    secrets = sorted((s["Name"], "DeletedDate" in s) for s in listed)
     stacks = sorted((s["StackName"], s["StackStatus"])
                     for s in moto.client("cloudformation").list_stacks()["StackSummaries"])
     databases = sorted(d["Name"] for d in moto.client("glue").get_databases()["DatabaseList"])
