@@ -73,3 +73,11 @@ def test_a_cow_merge_sorts_globally_only_when_it_writes_several_files_of_a_small
     assert cow_write(one_file, 128 * MB, 2) == CowWrite(True, 1, True)
     several = MergeShape((("a", "c"), ("x", "z")), 20, 100, 3000 * MB, 10_000 * MB)
     assert cow_write(several, 128 * MB, 32) == CowWrite(False, None, True)  # range: new files stay apart
+
+
+def test_a_partitioned_mirror_always_searches_for_the_files_a_change_touches():
+    """Key metrics say every file may hold a change (a bucket of the key, or a date beside spread
+    keys), but partition values and the search rule most of them out: it is never skipped there."""
+    every_file = MergeShape((("0", "z"),), touched=16, files=16, touched_bytes=16 * MB, bytes=16 * MB)
+    assert cow_write(every_file, 128 * MB, 2, partitioned=True) == CowWrite(False, None, True)
+    assert cow_write(every_file, 128 * MB, 2, partitioned=False).find_files is False

@@ -108,17 +108,23 @@ class CowWrite:
     which Spark's range distribution costs), the change set partitioned into `partitions` so the
     join writes that many files, each sorted by the mirror's sort order; else the mirror's own
     range distribution keeps several new files apart by key. `find_files`: first look for the
-    files holding changed keys (Spark's row-level group filter), unless every file may hold one."""
+    files holding changed keys (Spark's row-level group filter), unless every file may hold one by
+    its key metrics and the mirror is unpartitioned. In a partitioned mirror every file's key range
+    can span all keys (a bucket or a date partition beside spread keys), yet a change lives in few
+    partitions: only the search finds them, so it always runs there."""
 
     hash: bool
     partitions: Optional[int]
     find_files: bool
 
 
-def cow_write(shape: MergeShape, target_file_bytes: int, cores: int) -> CowWrite:
+def cow_write(shape: MergeShape, target_file_bytes: int, cores: int, partitioned: bool = False) -> CowWrite:
     """A spread change set, or a rewrite that fits one file, needs no global sort: the files it
     writes are the only ones holding its keys, or they would be rewritten next time anyway."""
+    find_files = partitioned or not shape.everything
+    if partitioned:  # the table's own distribution clusters the rewrite by partition
+        return CowWrite(False, None, find_files)
     n = write_partitions(shape.touched_bytes, target_file_bytes, cores)
     if shape.spread or n == 1:
-        return CowWrite(True, n, not shape.everything)
-    return CowWrite(False, None, not shape.everything)
+        return CowWrite(True, n, find_files)
+    return CowWrite(False, None, find_files)

@@ -99,6 +99,7 @@ class TableState:
     key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
     format_version: int = 2
     columns: Tuple[str, ...] = ()  # top-level columns of the current schema, in order
+    partitioned: bool = False  # a partition spec of the table has fields (its files may be partitioned)
 
     def by_id(self) -> Dict[int, Snapshot]:
         return {s.snapshot_id: s for s in self.snapshots}
@@ -176,6 +177,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         key_field_id=_key_field_id(meta),
         format_version=int(meta.get("format-version") or 1),
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
+        partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),
     )
 
 

@@ -83,7 +83,7 @@ class MirrorWriter:
         partitions = None
         if fmt == MirrorFormat.COW and not cs.rebuild and shape is not None:
             target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
-            plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism))
+            plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
             if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
                 conf[DISTRIBUTION_MODE] = "hash"
                 partitions = plan.partitions
