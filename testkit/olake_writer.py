@@ -1,8 +1,16 @@
 """An OLake-like writer: commits merge-on-read batches to an Iceberg table the way OLake does.
 
-One commit = one RowDelta holding the batch's data files, equality deletes on `_olake_id` for
-updates and deletes (and for pure deletes, Flink-style, with no tombstone row), and position
-deletes for a key written twice in the batch (unless `dedupe=False`, reproducing OLake #1189).
+One commit = one RowDelta holding the batch's data files and the deletes of the rows they replace,
+in the table's delete mode, as OLake writes them:
+  equality  (OLake up to v0.9, and its default) equality deletes on `_olake_id` for updates and
+            deletes (and for pure deletes, Flink-style, with no tombstone row);
+  position  (OLake v0.10, format version 2) position deletes of the live rows of those keys;
+  dv        (OLake v0.11, format version 3) deletion vectors of those rows, one per data file,
+            merged with the data file's earlier vector, which the commit replaces.
+A key written twice in the batch loses its older copies through position deletes (deletion vectors
+in format 3) unless `dedupe=False`, reproducing OLake #1189. `switch_delete_mode` is OLake's
+migrator: one commit that replaces every equality-delete file by position deletes or deletion
+vectors of exactly the rows they deleted (a `replace` snapshot, or a row delta).
 Data files are produced by Spark as a staged (WAP) append and then committed through the Java
 API together with the delete files, so field ids, metrics and partitions are Iceberg's own.
 """
@@ -18,6 +26,7 @@ from olake_cow.spark.iceberg import IcebergTables
 from .model import TableModel
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+DELETE_MODES = ("equality", "position", "dv")
 OLAKE_COLUMNS = (("_op_type", "string"), ("_olake_timestamp", "timestamp"),
                  ("_cdc_timestamp", "timestamp"))
 
@@ -34,6 +43,7 @@ class OlakeWriter:
         self.remember = remember
         self._history: Dict[str, Dict[int, List[Dict[str, Any]]]] = {}
         self._lock = threading.Lock()
+        self.delete_modes: Dict[str, str] = {}  # table -> equality | position | dv
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -70,7 +80,12 @@ class OlakeWriter:
 
     # -- DDL -----------------------------------------------------------------------------
     def create_table(self, table: str, columns: Sequence[Tuple[str, str]],
-                     partition_by: Sequence[str] = (), format_version: int = 2) -> None:
+                     partition_by: Sequence[str] = (), format_version: int = 2, delete_mode: str = "equality") -> None:
+        """`delete_mode`: equality, position (format version 2) or dv (format version 3 is then used)."""
+        if delete_mode not in DELETE_MODES:
+            raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
+        if delete_mode == "dv":
+            format_version = 3
         self.tables.create_namespace(self.namespace)
         cols = ", ".join([f"{quote('_olake_id')} string NOT NULL"]
                          + [f"{quote(n)} {t}" for n, t in list(columns) + list(OLAKE_COLUMNS)])
@@ -81,6 +96,7 @@ class OlakeWriter:
         self.spark.sql(f"ALTER TABLE {self.q(table)} SET IDENTIFIER FIELDS {quote('_olake_id')}")
         self.spark.sql(f"ALTER TABLE {self.q(table)} WRITE ORDERED BY {quote('_olake_id')}")
         self.models[table] = TableModel()
+        self.delete_modes[table] = delete_mode
 
     def drop_table(self, table: str) -> None:
         self.spark.sql(f"DROP TABLE IF EXISTS {self.q(table)} PURGE")
@@ -122,21 +138,36 @@ class OlakeWriter:
                 row["_cdc_timestamp"] = self.tick()
             batch.append(row)
         pure = list(dict.fromkeys(pure_deletes))
-        eq_keys = list(dict.fromkeys(
+        mode = self.delete_modes.get(table, "equality")
+        if pure and mode != "equality":
+            raise ValueError("pure deletes (no tombstone) are an equality-delete writer's shape (Flink); OLake's "
+                             "position and dv modes write a tombstone row (_op_type 'd') for a delete")
+        replaced = list(dict.fromkeys(
             [r["_olake_id"] for r in batch if r["_op_type"] in ("u", "d")] + pure))
         t = self.tables.load(self.namespace, table)
+        # position and dv modes: where the replaced keys' live rows are, before this batch lands
+        live = self._live_positions(table, replaced) if mode != "equality" and replaced else {}
         staged, data_files = self._stage_data(table, batch) if batch else (None, [])
         t.refresh()
         delta = t.newRowDelta()
+        if t.currentSnapshot() is not None:  # a deletion vector it replaces was read from this snapshot
+            delta = delta.validateFromSnapshot(t.currentSnapshot().snapshotId())
         for f in data_files:
             delta.addRows(f)
         model = self.model(table)
-        for f in self._eq_delete_files(t, eq_keys, model, batch):
-            delta.addDeletes(f)
-        if dedupe and batch:
-            for f in self._dup_position_deletes(table, t, staged, data_files, batch):
+        if mode == "equality":
+            for f in self._eq_delete_files(t, replaced, model, batch):
                 delta.addDeletes(f)
-        if not data_files and not eq_keys:
+        positions = {path: list(rows) for path, rows in live.items()}
+        if dedupe and batch:
+            for path, rows in self._duplicate_positions(table, staged, data_files, batch).items():
+                positions.setdefault(path, []).extend(rows)
+        added, removed = self._position_deletes(t, positions, {str(f.location()): f for f in data_files})
+        for f in added:
+            delta.addDeletes(f)
+        for f in removed:
+            delta.removeDeletes(f)
+        if not data_files and not added and not (mode == "equality" and replaced):
             return None
         tag = uuid.uuid4().hex
         delta.set("olake-writer.commit", tag).commit()
@@ -261,21 +292,21 @@ class OlakeWriter:
             return jvm.java.time.LocalDate.parse(value.isoformat())
         return value
 
-    def _dup_position_deletes(self, table: str, t, staged, data_files: list,
-                              batch: List[Dict[str, Any]]) -> list:
+    def _duplicate_positions(self, table: str, staged, data_files: list,
+                             batch: List[Dict[str, Any]]) -> Dict[str, List[int]]:
+        """data file -> positions of the older copies of a key written twice in the batch."""
         counts: Dict[str, int] = {}
         for r in batch:
             counts[r["_olake_id"]] = counts.get(r["_olake_id"], 0) + 1
         if all(c == 1 for c in counts.values()):
-            return []
+            return {}
         from pyspark.sql import functions as F
 
-        paths = {str(f.location()): f for f in data_files}
-        staged_id = int(staged.snapshotId())
-        df = (self.spark.read.format("iceberg").option("snapshot-id", staged_id)
+        paths = [str(f.location()) for f in data_files]
+        df = (self.spark.read.format("iceberg").option("snapshot-id", int(staged.snapshotId()))
               .load(self.q(table))
               .select("_file", "_pos", "_olake_id", "_cdc_timestamp", "_olake_timestamp")
-              .where(F.col("_file").isin(list(paths))))
+              .where(F.col("_file").isin(paths)))
         rows = df.collect()
         best: Dict[str, Any] = {}
         for r in rows:
@@ -288,19 +319,167 @@ class OlakeWriter:
         for r in rows:
             if best[r["_olake_id"]] is not r and counts.get(r["_olake_id"], 0) > 1:
                 doomed.setdefault(r["_file"], []).append(int(r["_pos"]))
+        return doomed
+
+    def _live_positions(self, table: str, keys: List[str]) -> Dict[str, List[int]]:
+        """data file -> positions of the live rows of `keys` (what OLake's position modes delete)."""
+        from pyspark.sql import functions as F
+
+        rows = (self.spark.read.format("iceberg").load(self.q(table))
+                .select("_file", "_pos").where(F.col("_olake_id").isin(keys)).collect())
+        found: Dict[str, List[int]] = {}
+        for r in rows:
+            found.setdefault(r["_file"], []).append(int(r["_pos"]))
+        return found
+
+    def _tasks(self, t) -> Dict[str, Any]:
+        """data file path -> its scan task (the file, and the delete files that apply to it)."""
+        tasks = {}
+        it = t.newScan().planFiles().iterator()
+        while it.hasNext():
+            task = it.next()
+            tasks[str(task.file().location())] = task
+        return tasks
+
+    def _position_deletes(self, t, positions: Dict[str, List[int]], new_files: Dict[str, Any]) -> Tuple[list, list]:
+        """(delete files to add, delete files they replace) deleting `positions`: position-delete
+        files in format version 2, deletion vectors in 3 (each merged with the file's earlier one)."""
+        positions = {path: sorted(set(rows)) for path, rows in positions.items() if rows}
+        if not positions:
+            return [], []
         jvm = self.spark._jvm
+        tasks = self._tasks(t) if set(positions) - set(new_files) else {}
+        data = {path: (new_files.get(path) or tasks[path].file()) for path in positions}
+        spec_of = t.specs()
+        if int(t.operations().current().formatVersion()) >= 3:
+            return self._deletion_vectors(t, positions, data, tasks)
         fac, files, _ = self._factory(t, equality=False)
         parquet = jvm.org.apache.iceberg.FileFormat.PARQUET
         out = []
-        for path, positions in sorted(doomed.items()):
-            data_file = paths[path]
-            part = data_file.partition() if not t.spec().isUnpartitioned() else None
-            target = files.newOutputFile(t.spec(), part) if part is not None else files.newOutputFile()
+        for path, rows in sorted(positions.items()):
+            data_file = data[path]
+            spec = spec_of.get(data_file.specId())
+            part = data_file.partition() if not spec.isUnpartitioned() else None
+            target = files.newOutputFile(spec, part) if part is not None else files.newOutputFile()
             w = fac.newPosDeleteWriter(target, parquet, part)
-            for pos in sorted(positions):
+            for pos in rows:
                 pd = jvm.org.apache.iceberg.deletes.PositionDelete.create()
                 pd.set(path, jvm.java.lang.Long.valueOf(pos), None)
                 w.write(pd)
             w.close()
             out.append(w.toDeleteFile())
-        return out
+        return out, []
+
+    def _deletion_vectors(self, t, positions: Dict[str, List[int]], data: Dict[str, Any],
+                          tasks: Dict[str, Any]) -> Tuple[list, list]:
+        jvm = self.spark._jvm
+        ice = jvm.org.apache.iceberg
+        # each data file's earlier deletion vector, loaded so the new one holds its positions too
+        earlier: Dict[str, Any] = {}
+        previous: Dict[str, Any] = {}
+        for path in positions:
+            task = tasks.get(path)
+            for d in (list(task.deletes()) if task is not None else []):
+                if str(d.format().toString()) == "PUFFIN" and str(d.referencedDataFile()) == path:
+                    previous[path] = d
+        if previous:
+            io = t.io()
+            loader = ice.data.BaseDeleteLoader(_JavaFunction(lambda d: io.newInputFile(d.location())))
+            for path, d in previous.items():
+                single = jvm.java.util.ArrayList()
+                single.add(d)
+                earlier[path] = loader.loadPositionDeletes(single, path)
+        files = ice.io.OutputFileFactory.builderFor(t, 1, next(self._seq)).format(ice.FileFormat.PUFFIN).build()
+        writer = ice.deletes.BaseDVFileWriter(files, _JavaFunction(lambda path: earlier.get(str(path))))
+        specs = t.specs()
+        for path, rows in sorted(positions.items()):
+            spec = specs.get(data[path].specId())
+            for pos in rows:
+                writer.delete(path, pos, spec, data[path].partition())
+        writer.close()
+        result = writer.result()
+        return list(result.deleteFiles()), list(result.rewrittenDeleteFiles())
+
+    def switch_delete_mode(self, table: str, mode: str, commit: str = "rewrite") -> int:
+        """OLake's migrator: one commit that replaces every equality-delete file of the table by
+        position deletes (`position`, format 2) or deletion vectors (`dv`, format 3) of exactly the
+        rows they deleted; later commits use `mode`. `commit`: "rewrite" (a RewriteFiles commit, a
+        `replace` snapshot, as the migrator writes it) or "row_delta". Returns the new snapshot id."""
+        if mode not in ("position", "dv") or commit not in ("rewrite", "row_delta"):
+            raise ValueError(f"switch to position or dv, by rewrite or row_delta; got {mode!r}, {commit!r}")
+        t = self.tables.load(self.namespace, table)
+        version = int(t.operations().current().formatVersion())
+        if (mode == "dv") != (version >= 3):
+            raise ValueError(f"{mode} deletes need format version {3 if mode == 'dv' else 2}; {table} has {version}")
+        tasks = self._tasks(t)
+        equality = self._equality_delete_files(t)
+        keys_of: Dict[str, set] = {}
+        positions: Dict[str, List[int]] = {}
+        for path, task in tasks.items():
+            keys: set = set()
+            for d in task.deletes():
+                if str(d.content().toString()) == "EQUALITY_DELETES":
+                    location = str(d.location())
+                    if location not in keys_of:
+                        keys_of[location] = set(_parquet_column(location, "_olake_id"))
+                    keys |= keys_of[location]
+            if keys:
+                rows = [i for i, k in enumerate(_parquet_column(path, "_olake_id")) if k in keys]
+                if rows:
+                    positions[path] = rows
+        added, removed = self._position_deletes(t, positions, {})
+        tag = uuid.uuid4().hex
+        if commit == "rewrite":
+            update = t.newRewrite().validateFromSnapshot(t.currentSnapshot().snapshotId())
+            for f in list(equality) + removed:
+                update = update.deleteFile(f)
+            for f in added:
+                update = update.addFile(f)
+        else:
+            update = t.newRowDelta().validateFromSnapshot(t.currentSnapshot().snapshotId())
+            for f in list(equality) + removed:
+                update = update.removeDeletes(f)
+            for f in added:
+                update = update.addDeletes(f)
+        update.set("olake-writer.commit", tag).commit()
+        self.delete_modes[table] = mode
+        snapshot_id = self.current_id(table)
+        self._record(table, snapshot_id)
+        return snapshot_id
+
+    def _equality_delete_files(self, t) -> list:
+        """Every live equality-delete file of the current snapshot."""
+        ice = self.spark._jvm.org.apache.iceberg
+        found = []
+        for manifest in t.currentSnapshot().deleteManifests(t.io()):
+            reader = ice.ManifestFiles.readDeleteManifest(manifest, t.io(), t.specs())
+            it = reader.iterator()
+            while it.hasNext():
+                f = it.next()
+                if str(f.content().toString()) == "EQUALITY_DELETES":
+                    found.append(f.copy())
+            reader.close()
+        return found
+
+
+class _JavaFunction:
+    """A java.util.function.Function in Python (py4j calls back into it: PySpark's client server)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def apply(self, value: Any) -> Any:
+        return self.fn(value)
+
+    class Java:
+        implements = ["java.util.function.Function"]
+
+
+def _parquet_column(location: str, column: str) -> List[Any]:
+    """One column of a local Parquet file, in row order (a row's index is its position)."""
+    from urllib.parse import urlparse
+
+    import pyarrow.parquet as pq
+
+    path = urlparse(location).path if location.startswith("file:") else location
+    return pq.read_table(path, columns=[column]).column(column).to_pylist()
