@@ -12,7 +12,8 @@ TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
-.PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy demo test test-fast \
+.PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy try-local demo test \
+	test-fast \
 	lint typecheck bench soak clean
 
 help: ## list the targets
@@ -62,6 +63,9 @@ run-now: $(DEPLOY_STAMP) ## start a run through the deployed trigger and wait (S
 
 destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (STACK=olake-cow DESTROY_ARGS="--remove-artifacts --yes")
 	$(DEPLOY_PY) infra/destroy.py --stack "$(STACK)" --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
+
+try-local: $(STAMP) $(DEPLOY_STAMP) ## deploy -> run-now -> destroy on a local moto server: no AWS account (README)
+	$(BIN)/python scripts/try_local.py $(TRY_ARGS)
 
 demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
 	bash scripts/system-deps.sh java

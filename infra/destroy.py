@@ -204,26 +204,26 @@ def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dic
                       "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
         plan.mirrors = plan_mirrors(glue, mine, warehouse, sources)
     if args.remove_secret:
-        secret = args.secret or params.get("DestinationSecretArn")
-        if not secret:
-            raise awsenv.SetupError("--remove-secret: the secret is unknown; pass --secret")
-        users = [name for name, p in others.items() if p.get("DestinationSecretArn") == secret]
-        if users and not args.secret:
-            plan.kept.append(f"the secret {secret} (stack(s) {', '.join(users)} read it; name it with --secret to "
-                             "delete it anyway)")
-        else:
-            plan.secret = secret
+        plan.secret = _unshared(plan, others, "DestinationSecretArn", args.secret, params, "--remove-secret",
+                                "--secret", "the secret {} (stack(s) {} read it")
     if args.disable_bucket_events:
-        bucket = args.bucket or params.get("WarehouseBucket")
-        if not bucket:
-            raise awsenv.SetupError("--disable-bucket-events: the bucket is unknown; pass --bucket")
-        users = [name for name, p in others.items() if p.get("WarehouseBucket") == bucket]
-        if users and not args.bucket:
-            plan.kept.append(f"the EventBridge notifications of s3://{bucket} (stack(s) {', '.join(users)} need them; "
-                             "name the bucket with --bucket to turn them off anyway)")
-        else:
-            plan.bucket = bucket
+        plan.bucket = _unshared(plan, others, "WarehouseBucket", args.bucket, params, "--disable-bucket-events",
+                                "--bucket", "the EventBridge notifications of s3://{} (stack(s) {} need them")
     return plan
+
+
+def _unshared(plan: Plan, others: Dict[str, Dict[str, str]], key: str, named: Optional[str],
+              params: Dict[str, str], ask: str, flag: str, kept: str) -> Optional[str]:
+    """The shared thing (the stack parameter `key`) to remove: None, and said in `plan.kept`, while
+    another olake-cow stack uses it, unless the user named it with `flag`."""
+    value = named or params.get(key)
+    if not value:
+        raise awsenv.SetupError(f"{ask}: the {flag.lstrip('-')} is unknown; pass {flag}")
+    users = [name for name, p in others.items() if p.get(key) == value]
+    if users and not named:
+        plan.kept.append(kept.format(value, ", ".join(users)) + f"; name it with {flag} to remove it anyway)")
+        return None
+    return value
 
 
 def _destroy(args: argparse.Namespace) -> int:

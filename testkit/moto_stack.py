@@ -172,7 +172,7 @@ class MotoStacks:
             location = f"{warehouse}/{cow_ns}/{table}_cow"
             bucket, _, prefix = location[len("s3://"):].partition("/")
             meta_key = f"{prefix}/metadata/00001-{uuid.uuid4()}.metadata.json"
-            s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("mirror_after_job")).encode())
+            s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("ro_mirror_after_job")).encode())
             s3.put_object(Bucket=bucket, Key=f"{prefix}/data/00000-0-{uuid.uuid4()}.parquet", Body=b"PAR1")
             glue_table(glue, cow_ns, f"{table}_cow", location, f"s3://{bucket}/{meta_key}")
         summary = {"status": "succeeded", "duration_s": 42.0, "finished_at": "2026-11-25T10:00:00Z",
@@ -200,7 +200,7 @@ class MotoStacks:
             for table in names:
                 base = f"{prefix}/{ns}/{table}".lstrip("/")
                 meta_key = f"{base}/metadata/00007-{uuid.uuid4()}.metadata.json"
-                s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("source_new_commit")).encode())
+                s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("ro_source_new_commit")).encode())
                 s3.put_object(Bucket=bucket, Key=f"{base}/data/00000-0-{uuid.uuid4()}.parquet", Body=b"PAR1")
                 glue_table(glue, ns, table, f"s3://{bucket}/{base}", f"s3://{bucket}/{meta_key}")
 

@@ -16,7 +16,7 @@ from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import render
-from .preflight import check_credentials, check_reachable
+from .preflight import check_credentials, check_reachable, check_summary_bucket
 
 log = logging.getLogger("olake_cow")
 MAX_PARALLELISM = 64  # tables at once; each holds a Spark thread and its py4j connection
@@ -234,7 +234,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
             base = default_base
     if base is not None and "://" not in base and not base.startswith("/"):
         raise ConfigError(f"--cow-base-location {base!r} must be a URI (s3://...) or absolute path")
-    if base is not None:
+    if args.cow_base_location and base is not None:  # as given (a namespace's own name may hold a space)
         check_location("--cow-base-location", base)
     tables: Optional[List[str]] = None
     if args.tables is not None:
@@ -271,6 +271,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
     check_credentials(cfg)
     check_reachable(cfg)
+    check_summary_bucket(args.summary_out, args.region)
     job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,

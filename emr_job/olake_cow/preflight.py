@@ -52,7 +52,7 @@ def check_credentials(cfg: DestinationConfig) -> None:
     (the role's on EMR, the profile's or environment's locally), named in one line."""
     if not (cfg.catalog_type == "glue" or is_s3(cfg.warehouse)):
         return
-    if cfg.get("aws_access_key") or cfg.get("glue_access_key"):
+    if cfg.get("aws_access_key"):
         return
     try:
         import boto3  # on EMR, and in every environment that has the AWS SDK
@@ -67,3 +67,25 @@ def check_credentials(cfg: DestinationConfig) -> None:
     if cfg.catalog_type == "glue" and not (cfg.get("glue_region") or cfg.get("aws_region") or session.region_name):
         raise ConfigError("no AWS region for the Glue catalog: set writer.aws_region (or writer.glue_region), "
                           "or AWS_REGION")
+
+
+def check_summary_bucket(target: Optional[str], region: Optional[str]) -> None:
+    """ConfigError when an S3 summary's bucket does not exist (found now, not after the whole run).
+    Any other answer (no permission to ask, no network) leaves it to the run."""
+    if not target or not target.startswith("s3://"):
+        return
+    try:
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        return
+    bucket = target[len("s3://"):].split("/", 1)[0]
+    try:
+        boto3.client("s3", region_name=region, config=Config(connect_timeout=3, read_timeout=5,
+                                                             retries={"max_attempts": 1})).head_bucket(Bucket=bucket)
+    except ClientError as exc:
+        if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchBucket"):
+            raise ConfigError(f"--summary-out {target}: bucket {bucket} does not exist") from None
+    except BotoCoreError:
+        return

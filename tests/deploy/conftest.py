@@ -4,6 +4,7 @@ import os
 import shutil
 import socket
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -25,7 +26,10 @@ def moto_url():
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()
-    yield f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}"
+    # moto's state is one per process: a module that ran before in this worker must leave nothing
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=30).close()
+    yield url
     server.stop()
 
 

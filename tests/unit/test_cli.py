@@ -208,3 +208,20 @@ def test_the_run_exits_2_for_bad_input_1_for_a_failed_table_0_otherwise():
     assert exit_code([OlakeCowError("a merge failed")]) == Exit.TABLE_FAILED
     assert exit_code([OlakeCowError("x"), TableNotFoundError("table sales.nope does not exist")]) == Exit.BAD_INPUT
     assert exit_code([ConfigError("--source-mode truncate on a readonly mirror")]) == Exit.BAD_INPUT
+
+
+@pytest.mark.aws
+def test_a_summary_bucket_that_does_not_exist_is_refused_before_spark(tmp_path, capsys, monkeypatch):
+    from moto import mock_aws
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr("olake_cow.spark.session.build_session", spark_must_not_start)
+    path = tmp_path / "destination.json"
+    path.write_text(json.dumps(HADOOP).replace("/tmp/wh", str(tmp_path / "wh")))
+    with mock_aws():
+        code = run_cli(["--destination-details", str(path), "--source-namespace", "sales", "--quiet",
+                        "--summary-out", "s3://no-such-bucket/run.json"])
+    err = capsys.readouterr().err
+    assert code == Exit.BAD_INPUT and "bucket no-such-bucket does not exist" in err, err
+    assert len(err.strip().splitlines()) == 1

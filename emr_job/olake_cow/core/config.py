@@ -224,10 +224,11 @@ def check_location(what: str, location: str, rest: bool = False) -> None:
         if not location.strip() or any(c.isspace() for c in location):
             raise ConfigError(f"{what} {location!r} is not a warehouse name or URI")
         return
-    if any(c.isspace() or ord(c) < 32 for c in location):
+    scheme = location.split("://", 1)[0].lower() if "://" in location else ""
+    # A URI cannot hold a space (a local path may: a project checked out under "My Projects").
+    if any(ord(c) < 32 or (scheme and c.isspace()) for c in location):
         raise ConfigError(f"{what} {location!r} contains a space or control character; table locations cannot "
                           "hold one (did a copy add it?)")
-    scheme = location.split("://", 1)[0].lower() if "://" in location else ""
     if scheme == "s3":
         bucket = location[len("s3://"):].split("/", 1)[0]
         if not S3_BUCKET.match(bucket):

@@ -1,0 +1,129 @@
+"""`make try-local`: the README's deploy -> run-now -> destroy path without an AWS account, on a moto
+server on this machine (testkit/moto_stack.py says what is stood in for). Prints each step and what
+it left, and checks at the end that OLake's objects are exactly as they were.
+
+    python scripts/try_local.py [--stack olake-cow-local] [--keep-server]
+
+Exit codes: 0 every step did what the README says, 1 a step did not (printed)."""
+import argparse
+import json
+import os
+import re
+import socket
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from testkit.moto_stack import MotoStacks  # noqa: E402
+
+REGION = "eu-west-1"
+BUCKET = "my-olake-bucket"
+
+
+def step(title: str) -> None:
+    print(f"\n==> {title}", flush=True)
+
+
+def check(ok: bool, what: str, detail: str = "") -> None:
+    print(f"    {'ok' if ok else 'FAILED'}: {what}", flush=True)
+    if not ok:
+        print(detail)
+        raise SystemExit(1)
+
+
+def quietly(call, *args, **kwargs):
+    """Run a trigger call with the Lambda's JSON log lines captured; returns (result, metric names)."""
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        result = call(*args, **kwargs)
+    names = []
+    for line in buffer.getvalue().splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+                names += [m["Name"] for m in directive["Metrics"] if m["Name"] not in names]
+    return result, names
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="try_local", description=__doc__.split("\n\n")[0])
+    p.add_argument("--stack", default="olake-cow-local", help="the stack's name (default olake-cow-local)")
+    p.add_argument("--keep-server", action="store_true", help="keep the moto server running at the end")
+    args = p.parse_args(argv)
+
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    moto = MotoStacks(url, REGION)
+    started = time.time()
+    try:
+        step(f"a moto server at {url}, region {REGION}: OLake's lake s3://{BUCKET}/warehouse with two namespaces")
+        moto.seed_lake(BUCKET, "warehouse", {"sales": ["orders", "refunds"], "crm": ["contacts"]})
+        olake = moto.objects(BUCKET, "warehouse/")
+        print(f"    {len(olake)} objects of OLake's; Glue databases sales, crm")
+
+        step("make secret FILE=build/try-local/destination.json")
+        os.makedirs(os.path.join(ROOT, "build", "try-local"), exist_ok=True)
+        with open(os.path.join(ROOT, "build", "try-local", "destination.json"), "w", encoding="utf-8") as f:
+            json.dump({"type": "ICEBERG", "writer": {"catalog_type": "glue", "aws_region": REGION,
+                                                     "iceberg_s3_path": f"s3://{BUCKET}/warehouse"}}, f)
+        code, out = moto.make("secret", "FILE=build/try-local/destination.json")
+        check(code == 0, "the config passed the job's rules and was stored", out)
+        arn = re.search(r"arn:aws:secretsmanager:\S+", out).group(0)
+
+        step(f"make bucket-events BUCKET={BUCKET}")
+        code, out = moto.make("bucket-events", f"BUCKET={BUCKET}")
+        check(code == 0, "EventBridge notifications on", out)
+
+        step(f"make deploy STACK={args.stack} WAREHOUSE_BUCKET={BUCKET} WAREHOUSE_PREFIX=warehouse NAMESPACES=sales")
+        code, out = moto.deploy(args.stack, WAREHOUSE_BUCKET=BUCKET, WAREHOUSE_PREFIX="warehouse",
+                                NAMESPACES="sales", SECRET_ARN=arn)
+        print("\n".join("    " + line for line in out.splitlines() if line.startswith(("==>", "    ok"))))
+        check(code == 0, f"checked, claimed s3://{BUCKET}/olake-cow/{args.stack}/, code uploaded, stack created", out)
+
+        step("make deploy STACK=other ARTIFACTS_PREFIX=warehouse ... (a location that holds OLake's data)")
+        code, out = moto.make("deploy", STACK="other", WAREHOUSE_BUCKET=BUCKET, WAREHOUSE_PREFIX="warehouse",
+                              NAMESPACES="crm", SECRET_ARN=arn, ARTIFACTS_PREFIX="warehouse", DEPLOY_DRY_RUN="1")
+        said = [line for line in out.splitlines() if "error:" in line]
+        check(code == 2 and bool(said), "refused before anything was uploaded: " + (said[0] if said else ""), out)
+
+        step(f"make run-now STACK={args.stack} NAMESPACE=sales RUN_ARGS=--dry-run, then --force")
+        dry, _ = quietly(moto.run_now, args.stack, "sales", dry_run=True)
+        check(dry["status"] == "dry_run", "the StartJobRun request the trigger would send: "
+              + " ".join(dry["request"]["jobDriver"]["sparkSubmit"]["entryPointArguments"][:6]) + " ...")
+        run, metrics = quietly(moto.run_now, args.stack, "sales", force=True)
+        check(run["status"] == "started" and run["end"]["summary_status"] == "succeeded",
+              f"run {run.get('job_run_id')} started for {run.get('tables')}; published {', '.join(metrics)}")
+        refused, _ = quietly(moto.invoke, args.stack, {"namespace": "sales", "tables": ["ghost"]})
+        check(refused["status"] == "refused", f"a table Glue lacks is refused, no run billed: {refused['reason']}")
+
+        step(f"make destroy STACK={args.stack} DESTROY_ARGS=\"--remove-artifacts --remove-mirrors --remove-secret "
+             "--disable-bucket-events --yes\"")
+        code, out = moto.destroy(args.stack, "--remove-artifacts", "--remove-mirrors", "--remove-secret",
+                                 "--disable-bucket-events", "--yes")
+        print("\n".join("    " + line for line in out.splitlines() if line.startswith(("==>", "    kept"))))
+        check(code == 0, "the stack, its artifacts, its mirrors, the secret and the notifications removed", out)
+        check(moto.objects(BUCKET, "warehouse/") == olake, "OLake's objects exactly as they were")
+        check(moto.objects(BUCKET, "olake-cow/") == {}, "nothing of the stack's left in the bucket")
+        print(f"\ndone in {time.time() - started:.0f} s: deploy -> run-now -> destroy on moto; on AWS the same "
+              "make targets run without the stand-ins (README, Deploy)")
+        return 0
+    finally:
+        if not args.keep_server:
+            server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
