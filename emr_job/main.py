@@ -1,4 +1,4 @@
-"""Entry point of the compaction job: `spark-submit main.py ...` on EMR Serverless, or locally
+"""Entry point of the mirror job: `spark-submit main.py ...` on EMR Serverless, or locally
 `.venv/bin/python emr_job/main.py ...` (starts a local Spark session with the Iceberg runtime)."""
 import os
 import sys

@@ -1,2 +1,2 @@
-"""Trigger Lambda: starts one EMR Serverless compaction per namespace after OLake syncs,
+"""Trigger Lambda: starts one EMR Serverless mirror run per namespace after OLake syncs,
 on a schedule, or on demand, and publishes each run's results as CloudWatch metrics."""

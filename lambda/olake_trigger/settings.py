@@ -59,7 +59,7 @@ class Settings:
 
     def watches(self, namespace: str) -> bool:
         if namespace.endswith(self.cow_suffix):
-            return False  # a mirror namespace: its commits are the compactor's own
+            return False  # a mirror namespace: its commits are the mirror job's own
         return "*" in self.source_namespaces or namespace in self.source_namespaces
 
 
@@ -85,7 +85,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
             raise ConfigError(f"{_REQUIRED[field]} must be an s3:// URI, got {values[field]!r}")
     namespaces = tuple(n.strip() for n in env.get("SOURCE_NAMESPACES", "").split(",") if n.strip())
     if not namespaces:
-        raise ConfigError("SOURCE_NAMESPACES must list the namespaces to compact (comma separated) or '*'")
+        raise ConfigError("SOURCE_NAMESPACES must list the namespaces to mirror (comma separated) or '*'")
     delete_mode = env.get("DELETE_MODE", "keep").strip() or "keep"
     if delete_mode not in ("keep", "hard"):
         raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")

@@ -8,7 +8,7 @@ import logging
 import time
 from typing import Optional
 
-from ..core import steps as planner
+from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
 from ..core.changesource import ChangeSource, for_mode
 from ..core.checkpoint import Marker, find_checkpoint
@@ -107,22 +107,22 @@ class TableJob:
                 for line in self.result.plan:
                     self.say("plan: %s", line)
                 return
-            if isinstance(step, planner.Done):
+            if isinstance(step, steps.Done):
                 self._finish(source, mirror, step.reason)
                 return
-            if isinstance(step, planner.Blocked):
+            if isinstance(step, steps.Blocked):
                 raise HistoryError(f"{self.table}: {step.reason}")
-            if isinstance(step, planner.Truncate):
+            if isinstance(step, steps.Truncate):
                 with _Clock(self.result, "committing"):
                     bid = self.tables.truncate(self.opts.source_namespace, self.table, self.opts.run_id)
                 self.result.truncated += 1
                 self.say("closed the open change set: boundary snapshot %s", bid)
-            elif isinstance(step, planner.Advance):
+            elif isinstance(step, steps.Advance):
                 with _Clock(self.result, "committing"):
                     self.tables.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
                 self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                          step.target.snapshot_id)
-            elif isinstance(step, (planner.Merge, planner.Publish)):
+            elif isinstance(step, (steps.Merge, steps.Publish)):
                 self._apply(changes, step, source, mirror)
             source, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
@@ -147,24 +147,24 @@ class TableJob:
                            location, mode, self.fmt, self.opts.target_file_mb)
 
     def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
-        merge = step.merge if isinstance(step, planner.Publish) else step
+        merge = step.merge if isinstance(step, steps.Publish) else step
         marker, rebuild = merge.target, merge.rebuild
         ns = self.opts.cow_namespace
-        if isinstance(step, planner.Merge):
+        if isinstance(step, steps.Merge):
             with _Clock(self.result, "merging"):
                 rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
             mirror = self.tables.state(ns, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
         counts, staged = ChangeCounts(0, 0), None
-        if isinstance(step, planner.Publish) and rebuild:
+        if isinstance(step, steps.Publish) and rebuild:
             staged = mirror.snapshot(step.staged_id)  # a rebuild is audited from its own commit
         else:
             target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
             reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
                                   source, self.opts.delete_mode, target)
             with _Clock(self.result, "reading_changes"):
-                cs = changes.read(reader, planner.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
+                cs = changes.read(reader, steps.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
                                   source)
             try:
                 rebuild = cs.rebuild
@@ -178,14 +178,14 @@ class TableJob:
                     with _Clock(self.result, "reading_changes"):
                         summary = self.writer.summarize(cs.frame, cs.records_read)
                     counts, keys = summary.counts, summary.keys
-                    if isinstance(step, planner.Merge):
+                    if isinstance(step, steps.Merge):
                         with _Clock(self.result, "planning"):
                             shape = self.writer.shape(mirror, summary.keys, cs.key_range)
                         spread = shape.spread and self.fmt == MirrorFormat.COW
                         self.say("the change set (%d upserts, %d deletes) can touch %d of the mirror's %d files%s",
                                  counts.upserts, counts.deletes, shape.touched, shape.files,
                                  " (spread: rewritten without a global sort)" if spread else "")
-                if isinstance(step, planner.Merge):
+                if isinstance(step, steps.Merge):
                     with _Clock(self.result, "merging"):
                         staged = self.writer.stage(cs, marker, mirror, self.fmt, shape, keys)
                 else:
@@ -198,7 +198,7 @@ class TableJob:
             else:
                 self.writer.nothing_staged(counts, marker, rebuild)
         self.result.merges += 1
-        verb = "published staged" if isinstance(step, planner.Publish) else (
+        verb = "published staged" if isinstance(step, steps.Publish) else (
             "rebuilt mirror from" if rebuild else "merged")
         self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, marker.snapshot_id,
                  staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)
