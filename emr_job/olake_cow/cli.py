@@ -10,7 +10,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 from . import __version__
 from .core.config import S3_BUCKET, DestinationConfig, check_location, parse_destination, redact
-from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
 from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
@@ -162,7 +162,7 @@ def read_secret(secret_id: str, region: Optional[str]) -> str:
     except NoCredentialsError:
         raise ConfigError(f"--secret-id {secret_id}: no AWS credentials found") from None
     except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
+        code = aws_error_code(exc)
         why = {"ResourceNotFoundException": "no such secret",
                "AccessDeniedException": "access denied"}.get(code, code or "refused")
         raise ConfigError(f"cannot read secret {secret_id!r}: {why}") from None

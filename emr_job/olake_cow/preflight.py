@@ -7,7 +7,7 @@ import socket
 from typing import List, Optional, Tuple
 
 from .core.config import DestinationConfig, is_s3
-from .core.errors import ConfigError
+from .core.errors import ConfigError, aws_error_code
 
 # How long a catalog server may take to accept a connection (OLAKE_COW_CONNECT_TIMEOUT overrides).
 CONNECT_TIMEOUT_S = 10.0
@@ -85,7 +85,7 @@ def check_summary_bucket(target: Optional[str], region: Optional[str]) -> None:
         boto3.client("s3", region_name=region, config=Config(connect_timeout=3, read_timeout=5,
                                                              retries={"max_attempts": 1})).head_bucket(Bucket=bucket)
     except ClientError as exc:
-        if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchBucket"):
+        if aws_error_code(exc) in ("404", "NoSuchBucket"):
             raise ConfigError(f"--summary-out {target}: bucket {bucket} does not exist") from None
     except BotoCoreError:
         return

@@ -10,6 +10,8 @@ from typing import Any, Dict
 
 from botocore.exceptions import ClientError
 
+from olake_cow.core.errors import aws_error_code
+
 _SAFE = re.compile(r"[^0-9A-Za-z_.-]")
 
 
@@ -40,12 +42,12 @@ class Debouncer:
         try:
             self.scheduler.create_schedule(**params)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConflictException":
+            if aws_error_code(exc) != "ConflictException":
                 raise
             try:
                 self.scheduler.update_schedule(**params)
             except ClientError as exc2:  # deleted after firing in between
-                if exc2.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                if aws_error_code(exc2) != "ResourceNotFoundException":
                     raise
                 self.scheduler.create_schedule(**params)
         return name

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from olake_cow.core import planner
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.config import DestinationConfig
-from olake_cow.core.errors import SourceModeError
+from olake_cow.core.errors import SourceModeError, aws_error_code
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.core.snapshots import MISSING, TableState, state_from_metadata
@@ -51,7 +51,7 @@ class GlueFreshness:
         try:
             t = self.glue.get_table(DatabaseName=database, Name=table, **self._ids())["Table"]
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "EntityNotFoundException":
+            if aws_error_code(exc) == "EntityNotFoundException":
                 return MISSING
             raise
         location = (t.get("Parameters") or {}).get("metadata_location")

@@ -19,6 +19,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
+from olake_cow.core.errors import aws_error_code
+
 
 @dataclass(frozen=True)
 class NamespaceState:
@@ -48,7 +50,7 @@ def _state(namespace: str, item: Optional[Dict[str, Any]]) -> NamespaceState:
 
 
 def _conditional_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return aws_error_code(exc) == "ConditionalCheckFailedException"
 
 
 class StateStore:

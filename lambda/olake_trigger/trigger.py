@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from botocore.exceptions import ClientError
 
 from olake_cow.core.config import DestinationConfig
-from olake_cow.core.errors import ConfigError
+from olake_cow.core.errors import ConfigError, aws_error_code
 from olake_cow.core.maintenance import MaintenanceOptions
 
 from . import jobs
@@ -195,9 +195,9 @@ class Trigger:
             missing = [t for t in (requested.names if isinstance(requested, Tables) else ())
                        if not self._glue_table(namespace, t, ids)]
         except ClientError as exc:
-            if _code(exc) == "EntityNotFoundException":
+            if aws_error_code(exc) == "EntityNotFoundException":
                 return f"namespace {namespace!r} is not in the Glue catalog: nothing to mirror"
-            log.warning("cannot check %s in Glue (%s); the job checks it", namespace, _code(exc))
+            log.warning("cannot check %s in Glue (%s); the job checks it", namespace, aws_error_code(exc))
             return None
         if missing:
             return f"table(s) {', '.join(missing)} not in the Glue database {namespace!r}: nothing to mirror"
@@ -223,7 +223,7 @@ class Trigger:
             self.c.glue.get_table(DatabaseName=namespace, Name=table, **ids)
             return True
         except ClientError as exc:
-            if _code(exc) == "EntityNotFoundException":
+            if aws_error_code(exc) == "EntityNotFoundException":
                 return False
             raise
 
@@ -322,10 +322,6 @@ class Trigger:
             raise ConfigError("QUIET_PERIOD_SECONDS > 0 needs SCHEDULER_ROLE_ARN (and the function ARN) "
                               "for the debounce schedule; set QUIET_PERIOD_SECONDS=0 to start at once")
         return Debouncer(self.c.scheduler, self.s.scheduler_group, self.s.scheduler_role_arn, self.function_arn)
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _names(tables: Union[AllTables, Tables]) -> Union[str, List[str]]:

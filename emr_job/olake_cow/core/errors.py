@@ -52,3 +52,10 @@ class ResyncNeededError(OlakeCowError):
 # Errors that mean the input was wrong (config, names, options, a missing namespace or table, a mode
 # or format the mirror was not built with): the job exits 2 for them, 1 for any other failure.
 BAD_INPUT_ERRORS = (ConfigError, InvalidNameError, TableNotFoundError)
+
+
+def aws_error_code(exc: BaseException) -> str:
+    """The error code of an AWS client error (botocore's ClientError), "" for any other exception.
+    Read by attribute: the core imports no AWS library."""
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
