@@ -96,7 +96,7 @@ class Soak:
                  fmt: str) -> None:
         self.args, self.work, self.mode, self.fmt = args, work, mode, fmt
         self.rng = random.Random(args.seed)
-        self.ns = f"soak_{args.seed}_{mode.value}_{fmt}"
+        self.ns = f"soak_{args.seed}_{fmt}_{mode.value}"  # not ending in _cow: that names a mirror namespace
         self.cow_ns = self.ns + "_cow"
         dest = {"type": "ICEBERG", "writer": {
             "catalog_type": "jdbc", "catalog_name": "soak", "jdbc_url": server.jdbc_url,

@@ -56,8 +56,9 @@ def test_a_source_written_in_each_of_olakes_delete_modes_is_mirrored_exactly(lak
             {"PARQUET"} if delete_mode == "equality" else set())
 
 
-@pytest.mark.parametrize("to, commit", [("position", "rewrite"), ("position", "row_delta"),
-                                        ("dv", "rewrite"), ("dv", "row_delta")])
+# Each target mode and each commit shape once (the four pairings cost CI 3 more minutes and were
+# seen to pass on 1e2a974: `pytest tests/spark/test_delete_modes.py`, 34 passed).
+@pytest.mark.parametrize("to, commit", [("position", "rewrite"), ("dv", "row_delta")])
 def test_a_switch_from_equality_deletes_in_the_middle_of_a_tables_life_is_mirrored_exactly(lake, to, commit):
     w = lake.writer
     w.create_table("t", [("v", "int"), ("s", "string")], format_version=3 if to == "dv" else 2)
