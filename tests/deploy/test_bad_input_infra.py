@@ -6,9 +6,10 @@ import json
 import os
 
 import pytest
+from testkit.docs import bad_input_cases
 from testkit.moto_stack import MotoStacks
 
-from conftest import DEPLOY_VENV, REGION, ROOT
+from conftest import DEPLOY_VENV, REGION
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(os.path.join(DEPLOY_VENV, ".installed")),
@@ -120,10 +121,7 @@ CASES = {
 
 
 def doc_cases():
-    text = open(os.path.join(ROOT, "docs", "BAD-INPUT.md"), encoding="utf-8").read()
-    block = text.split("<!-- bad-deploy -->")[1].split("<!-- /bad-deploy -->")[0]
-    rows = [line.split(" | ") for line in block.splitlines() if line.startswith("| `")]
-    return {r[0].strip("|` "): r[-1].rstrip(" |") for r in rows}
+    return bad_input_cases("bad-deploy")
 
 
 def test_the_bad_input_doc_and_this_test_list_the_same_deploy_cases():

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from olake_trigger.events import EventError
 from testkit.aws import BUCKET, emf_points, fixture
+from testkit.docs import bad_input_cases
 
 pytestmark = pytest.mark.aws
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -136,10 +137,7 @@ CASES = {
 
 
 def doc_cases():
-    text = open(os.path.join(ROOT, "docs", "BAD-INPUT.md"), encoding="utf-8").read()
-    block = text.split("<!-- bad-requests -->")[1].split("<!-- /bad-requests -->")[0]
-    rows = [line.split(" | ") for line in block.splitlines() if line.startswith("| `")]
-    return {r[0].strip("|` "): r[-1].rstrip(" |") for r in rows}
+    return bad_input_cases("bad-requests")
 
 
 def test_the_bad_input_doc_and_this_test_list_the_same_trigger_cases():

@@ -2,9 +2,9 @@
 message naming what is wrong, all found before Spark starts (no JVM in these tests)."""
 import json
 import os
-import re
 
 import pytest
+from testkit.docs import bad_input_cases
 
 from olake_cow.cli import Exit, exit_code, main
 from olake_cow.core.errors import ConfigError, OlakeCowError, TableNotFoundError
@@ -148,10 +148,7 @@ CASES = {
 
 
 def readme_cases():
-    text = open(os.path.join(ROOT, "docs", "BAD-INPUT.md"), encoding="utf-8").read()
-    block = text.split("<!-- bad-input -->")[1].split("<!-- /bad-input -->")[0]
-    rows = [line.split("|")[1:-1] for line in block.splitlines() if line.startswith("| `")]
-    return {re.sub(r"[`\s]", "", r[0]): r[-1] for r in rows}
+    return bad_input_cases("bad-input")
 
 
 def test_the_bad_input_doc_and_this_test_list_the_same_cases():
