@@ -29,7 +29,7 @@ from testkit.readers import duckdb_rows, rust_rows  # noqa: E402
 
 from olake_cow.cli import main as job  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
-from olake_cow.spark.iceberg import IcebergTables  # noqa: E402
+from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
 
 WORK = os.path.join(ROOT, ".demo")
 CATALOG, NS, TABLE = "olake_iceberg", "postgres_shop_public", "orders"
@@ -80,7 +80,7 @@ def main() -> int:
     say("starting local Spark with the Iceberg runtime")
     root, cfg = local_session(dest)
     writer = OlakeWriter(writer_session(root, cfg), CATALOG, NS)
-    tables = IcebergTables(root, CATALOG)
+    tables = IcebergCatalog(root, CATALOG)
     rng = random.Random(7)
 
     say(f"OLake backfill: {NS}.{TABLE}, 2,000 rows, partitioned by bucket(4, _olake_id)")

@@ -14,6 +14,10 @@ import re
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
+# The job's pure core (standard library only) is infra's one reader of names and URIs too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
+from olake_cow.core import uris
+
 
 class SetupError(Exception):
     """Something to fix before talking to AWS; the message says what."""
@@ -53,7 +57,7 @@ def split_s3(uri: str, what: str = "location") -> Tuple[str, str]:
     says what to write instead."""
     if not uri.startswith("s3://"):
         raise SetupError(f"{what} must be s3://bucket/prefix, not {uri!r}")
-    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    bucket, prefix = uris.split_s3(uri)
     bucket_name(bucket, what)
     return bucket, prefix.strip("/")
 

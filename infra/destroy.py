@@ -163,46 +163,30 @@ class Plan:
     kept: List[str] = field(default_factory=list)
 
 
+def _warehouse(args: argparse.Namespace, params: Dict[str, str]) -> Optional[ownership.Location]:
+    if args.warehouse:
+        return awsenv.split_s3(args.warehouse, "--warehouse")
+    if params.get("WarehouseBucket"):
+        return (params["WarehouseBucket"], params.get("WarehousePrefix", "").strip("/"))
+    return None
+
+
 def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dict[str, Dict[str, str]]) -> Plan:
     plan = Plan()
-    warehouse: Optional[ownership.Location] = None
-    if args.warehouse:
-        warehouse = awsenv.split_s3(args.warehouse, "--warehouse")
-    elif params.get("WarehouseBucket"):
-        warehouse = (params["WarehouseBucket"], params.get("WarehousePrefix", "").strip("/"))
+    warehouse = _warehouse(args, params)
     namespaces = [n.strip() for n in (args.namespaces or params.get("SourceNamespaces", "")).split(",") if n.strip()]
     glue = session.client("glue")
+    sources: List[Tuple[str, ownership.Location]] = []
     if args.remove_artifacts or args.remove_mirrors:
         if warehouse is None:
             raise awsenv.SetupError("the warehouse is unknown, so nothing it holds can be told apart: pass "
                                     "--warehouse s3://bucket/prefix")
-        protected = [("the warehouse", warehouse)]
         sources = ownership.table_locations(glue, namespaces)
     if args.remove_artifacts:
-        if args.artifacts:
-            plan.artifacts = awsenv.split_s3(args.artifacts, "--artifacts")
-        elif params.get("ArtifactsBucket"):
-            plan.artifacts = (params["ArtifactsBucket"], params.get("ArtifactsPrefix", "olake-cow").strip("/"))
-        else:
-            raise awsenv.SetupError("--remove-artifacts: the artifacts location is unknown; pass --artifacts")
         mirrors = ownership.table_locations(glue, [n + MIRROR_SUFFIX for n in namespaces])
-        plan.removal = ownership.plan_removal(session.client("s3"), plan.artifacts, args.stack,
-                                              protected + sources + mirrors)
-        theirs = [(name, (p["ArtifactsBucket"], p.get("ArtifactsPrefix", "").strip("/"))) for name, p in others.items()]
-        for key in list(plan.removal.remove):
-            owner = [name for name, loc in theirs if loc[0] == plan.artifacts[0] and awsenv.within(key, loc[1])]
-            if owner:
-                plan.removal.remove.remove(key)
-                plan.removal.keep.append(key)
+        _plan_artifacts(args, session, params, others, plan, [("the warehouse", warehouse)] + sources + mirrors)
     if args.remove_mirrors:
-        if not namespaces:
-            raise awsenv.SetupError("--remove-mirrors: the namespaces are unknown; pass --namespaces")
-        shared = {ns: [name for name, p in others.items() if ns in p.get("SourceNamespaces", "").split(",")]
-                  for ns in namespaces}
-        mine = namespaces if args.namespaces else [ns for ns in namespaces if not shared[ns]]
-        plan.kept += [f"the mirrors of {ns} (stack(s) {', '.join(shared[ns])} mirror it too; name it with "
-                      "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
-        plan.mirrors = plan_mirrors(glue, mine, warehouse, sources)
+        _plan_mirrors(args, glue, namespaces, warehouse, sources, others, plan)
     if args.remove_secret:
         plan.secret = _unshared(plan, others, "DestinationSecretArn", args.secret, params, "--remove-secret",
                                 "--secret", "the secret {} (stack(s) {} read it")
@@ -210,6 +194,37 @@ def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dic
         plan.bucket = _unshared(plan, others, "WarehouseBucket", args.bucket, params, "--disable-bucket-events",
                                 "--bucket", "the EventBridge notifications of s3://{} (stack(s) {} need them")
     return plan
+
+
+def _plan_artifacts(args: argparse.Namespace, session, params: Dict[str, str], others: Dict[str, Dict[str, str]],
+                    plan: Plan, protected: list) -> None:
+    """What of the artifacts location is the stack's to remove: never what the warehouse, a table
+    or another stack's location holds."""
+    if args.artifacts:
+        plan.artifacts = awsenv.split_s3(args.artifacts, "--artifacts")
+    elif params.get("ArtifactsBucket"):
+        plan.artifacts = (params["ArtifactsBucket"], params.get("ArtifactsPrefix", "olake-cow").strip("/"))
+    else:
+        raise awsenv.SetupError("--remove-artifacts: the artifacts location is unknown; pass --artifacts")
+    plan.removal = ownership.plan_removal(session.client("s3"), plan.artifacts, args.stack, protected)
+    theirs = [(p["ArtifactsBucket"], p.get("ArtifactsPrefix", "").strip("/")) for p in others.values()]
+    for key in list(plan.removal.remove):
+        if any(bucket == plan.artifacts[0] and awsenv.within(key, prefix) for bucket, prefix in theirs):
+            plan.removal.remove.remove(key)
+            plan.removal.keep.append(key)
+
+
+def _plan_mirrors(args: argparse.Namespace, glue, namespaces: List[str], warehouse: Optional[ownership.Location],
+                  sources: list, others: Dict[str, Dict[str, str]], plan: Plan) -> None:
+    """The mirror namespaces to drop: not those another stack mirrors too, unless named."""
+    if not namespaces:
+        raise awsenv.SetupError("--remove-mirrors: the namespaces are unknown; pass --namespaces")
+    shared = {ns: [name for name, p in others.items() if ns in p.get("SourceNamespaces", "").split(",")]
+              for ns in namespaces}
+    mine = namespaces if args.namespaces else [ns for ns in namespaces if not shared[ns]]
+    plan.kept += [f"the mirrors of {ns} (stack(s) {', '.join(shared[ns])} mirror it too; name it with "
+                  "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
+    plan.mirrors = plan_mirrors(glue, mine, warehouse, sources)
 
 
 def _unshared(plan: Plan, others: Dict[str, Dict[str, str]], key: str, named: Optional[str],
@@ -244,6 +259,15 @@ def _destroy(args: argparse.Namespace) -> int:
         done = subprocess.run([args.sam, "delete", "--stack-name", args.stack, "--region", region, "--no-prompts"])
         if done.returncode != 0:
             raise awsenv.SetupError(f"sam delete failed (exit {done.returncode}); nothing else was removed")
+    _remove(args, session, plan)
+    for what in plan.kept:
+        print(f"    kept {what}")
+    print("==> done. OLake's tables were not touched.")
+    return 0
+
+
+def _remove(args: argparse.Namespace, session, plan: Plan) -> None:
+    """Carry out the plan's removals (the stack is gone by now)."""
     s3 = session.client("s3")
     if plan.artifacts and plan.removal:
         uri = f"s3://{plan.artifacts[0]}/{plan.artifacts[1]}".rstrip("/")
@@ -266,10 +290,6 @@ def _destroy(args: argparse.Namespace) -> int:
 
         disable(s3, plan.bucket)
         print(f"==> s3://{plan.bucket}: EventBridge notifications turned off")
-    for what in plan.kept:
-        print(f"    kept {what}")
-    print("==> done. OLake's tables were not touched.")
-    return 0
 
 
 if __name__ == "__main__":

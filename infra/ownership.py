@@ -139,7 +139,7 @@ def table_locations(glue, namespaces: Iterable[str], catalog_id: Optional[str] =
             raise
         for table in (t for page in pages for t in page.get("TableList", [])):
             location = (table.get("StorageDescriptor") or {}).get("Location") or ""
-            if location.startswith(("s3://", "s3a://")):
-                bucket, _, prefix = location.split("://", 1)[1].partition("/")
+            if awsenv.uris.is_s3_uri(location):
+                bucket, prefix = awsenv.uris.split_s3(location)
                 found.append((f"table {ns}.{table['Name']}", (bucket, prefix.strip("/"))))
     return found

@@ -49,7 +49,7 @@ def build(out: str) -> str:
 
 
 def upload(out: str, target: str, version: str, s3) -> str:
-    bucket, _, prefix = target[len("s3://"):].rstrip("/").partition("/")
+    bucket, prefix = awsenv.uris.split_s3(target.rstrip("/"))
     base = f"{prefix}/{version}" if prefix else version
     for name in ("main.py", "olake_cow.zip"):
         s3.upload_file(os.path.join(out, name), bucket, f"{base}/{name}")

@@ -18,7 +18,7 @@ import argparse
 import os
 import re
 import sys
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 import awsenv
@@ -54,10 +54,8 @@ def read_config(sm, arn: str) -> DestinationConfig:
         raise awsenv.SetupError(f"the secret {arn} holds a config the job refuses: {exc}") from None
 
 
-def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
-    """The checks; returns what was checked (for the log). SetupError on the first problem.
-    Without `s3`/`glue` (tests of the pure part) the bucket and table checks are left out."""
-    stack = awsenv.stack_name(args.stack)
+def _locations(args: argparse.Namespace, stack: str) -> Tuple[str, str, str, str]:
+    """(warehouse bucket, warehouse prefix, artifacts bucket, artifacts prefix), checked."""
     warehouse_bucket = awsenv.bucket_name(args.warehouse_bucket, "WAREHOUSE_BUCKET")
     artifacts_bucket = awsenv.bucket_name(args.artifacts_bucket or warehouse_bucket, "ARTIFACTS_BUCKET")
     prefix = args.warehouse_prefix or ""
@@ -67,21 +65,11 @@ def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
     if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", artifacts_prefix):
         raise awsenv.SetupError(f"ARTIFACTS_PREFIX {artifacts_prefix!r} must be a key prefix of letters, digits, "
                                 "'.', '_', '-' and inner '/' (default olake-cow/<stack>)")
-    extra = stack_params.parse(args.extra_params or "")
-    region = sm.meta.region_name
-    if secret_region(args.secret_arn) != region:
-        raise awsenv.SetupError(
-            f"SECRET_ARN is in {secret_region(args.secret_arn)} but the stack deploys to {region}: the trigger "
-            f"and the job read the secret in the stack's region; store it there (AWS_REGION={region} make secret "
-            "FILE=destination.json) or deploy to the secret's region")
-    cfg = read_config(sm, args.secret_arn)
-    check_catalog(cfg, region, extra)
-    expected = f"s3://{warehouse_bucket}" + (f"/{prefix}" if prefix else "")
-    if cfg.warehouse.rstrip("/") != expected:
-        raise awsenv.SetupError(
-            f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
-            f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
-    namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()]
+    return warehouse_bucket, prefix, artifacts_bucket, artifacts_prefix
+
+
+def _namespaces(text: str, cfg: DestinationConfig) -> List[str]:
+    namespaces = [n.strip() for n in text.split(",") if n.strip()]
     if not namespaces:
         raise awsenv.SetupError("NAMESPACES is empty: list the source namespaces, e.g. sales,crm")
     try:
@@ -90,25 +78,57 @@ def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
             check_for_catalog(cfg.catalog_type, "namespace", ns + MIRROR_SUFFIX)
     except OlakeCowError as exc:
         raise awsenv.SetupError(f"NAMESPACES: {exc}") from None
-    artifacts = (artifacts_bucket, artifacts_prefix)
+    return namespaces
+
+
+def _buckets_exist(s3, buckets: List[Tuple[str, str]]) -> None:
+    for what, bucket in buckets:
+        try:
+            s3.head_bucket(Bucket=bucket)
+        except Exception as exc:
+            if awsenv.error_code(exc) in ("404", "NoSuchBucket"):
+                raise awsenv.SetupError(f"{what} {bucket} does not exist in this account (create it, or name "
+                                        "an existing bucket)") from None
+            raise
+
+
+def _secret_config(args: argparse.Namespace, sm, extra: Dict[str, str]) -> DestinationConfig:
+    """The secret's config, read in the stack's region and checked against the stack."""
+    region = sm.meta.region_name
+    if secret_region(args.secret_arn) != region:
+        raise awsenv.SetupError(
+            f"SECRET_ARN is in {secret_region(args.secret_arn)} but the stack deploys to {region}: the trigger "
+            f"and the job read the secret in the stack's region; store it there (AWS_REGION={region} make secret "
+            "FILE=destination.json) or deploy to the secret's region")
+    cfg = read_config(sm, args.secret_arn)
+    check_catalog(cfg, region, extra)
+    return cfg
+
+
+def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
+    """The checks; returns what was checked (for the log). SetupError on the first problem.
+    Without `s3`/`glue` (tests of the pure part) the bucket and table checks are left out."""
+    stack = awsenv.stack_name(args.stack)
+    warehouse_bucket, prefix, artifacts_bucket, artifacts_prefix = _locations(args, stack)
+    extra = stack_params.parse(args.extra_params or "")
+    cfg = _secret_config(args, sm, extra)
+    expected = f"s3://{warehouse_bucket}" + (f"/{prefix}" if prefix else "")
+    if cfg.warehouse.rstrip("/") != expected:
+        raise awsenv.SetupError(
+            f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
+            f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
+    namespaces = _namespaces(args.namespaces, cfg)
     protected = [("the warehouse", (warehouse_bucket, prefix))]
     if glue is not None and cfg.catalog_type == "glue":
         protected += ownership.table_locations(glue, namespaces + [n + MIRROR_SUFFIX for n in namespaces],
                                                cfg.get("glue_catalog_id"))
-    ownership.check_apart(artifacts, protected)
+    ownership.check_apart((artifacts_bucket, artifacts_prefix), protected)
     if s3 is not None:
-        for what, bucket in (("WAREHOUSE_BUCKET", warehouse_bucket), ("ARTIFACTS_BUCKET", artifacts_bucket)):
-            try:
-                s3.head_bucket(Bucket=bucket)
-            except Exception as exc:
-                if awsenv.error_code(exc) in ("404", "NoSuchBucket"):
-                    raise awsenv.SetupError(f"{what} {bucket} does not exist in this account (create it, or name "
-                                            "an existing bucket)") from None
-                raise
+        _buckets_exist(s3, [("WAREHOUSE_BUCKET", warehouse_bucket), ("ARTIFACTS_BUCKET", artifacts_bucket)])
     if args.params_out:
         with open(args.params_out, "w", encoding="utf-8") as f:
             f.write("".join(f"{k}={v}\n" for k, v in extra.items()))
-    return [f"stack {stack} in {region}", f"secret {args.secret_arn} ({cfg.catalog_type} catalog)",
+    return [f"stack {stack} in {sm.meta.region_name}", f"secret {args.secret_arn} ({cfg.catalog_type} catalog)",
             f"warehouse {cfg.warehouse}", f"namespaces {', '.join(namespaces)}",
             f"artifacts s3://{artifacts_bucket}/{artifacts_prefix}/ (apart from the warehouse and its tables)"]
 

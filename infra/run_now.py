@@ -35,7 +35,7 @@ def wait_and_report(emr, s3, application_id: str, job_run_id: str, summary_uri: 
         if state in FINAL:
             break
         time.sleep(poll_s)
-    bucket, _, key = summary_uri[len("s3://"):].partition("/")
+    bucket, key = awsenv.uris.split_s3(summary_uri)
     try:
         summary = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     except Exception as exc:  # noqa: BLE001 - a run that died early writes no summary

@@ -65,35 +65,45 @@ def parse_pairs(text: str, names: List[str]) -> Dict[str, str]:
 
 
 def check(pairs: Dict[str, str], template: Dict[str, Any]) -> None:
+    """SetupError for the first value the template's parameter constraints refuse."""
     spec = template["Parameters"]
     for key, value in pairs.items():
-        rule = spec[key]
         where = f"EXTRA_PARAMS {key}={value!r}"
         if key in OWN:
             raise awsenv.SetupError(f"{where}: make deploy sets {key} from its own settings (README, Deploy)")
         if "\n" in value:
             raise awsenv.SetupError(f"{where}: a value cannot hold a line break")
-        if rule.get("Type") == "Number":
-            try:
-                number = float(value)
-            except ValueError:
-                raise awsenv.SetupError(f"{where}: must be a number") from None
-            if "MinValue" in rule and number < float(rule["MinValue"]):
-                raise awsenv.SetupError(f"{where}: must be at least {rule['MinValue']}")
-            if "MaxValue" in rule and number > float(rule["MaxValue"]):
-                raise awsenv.SetupError(f"{where}: must be at most {rule['MaxValue']}")
-        allowed = rule.get("AllowedValues")
-        if allowed is not None and value not in [str(a) for a in allowed]:
-            shown = ", ".join(repr(str(a)) for a in allowed)
-            raise awsenv.SetupError(f"{where}: must be one of {shown}")
-        pattern = rule.get("AllowedPattern")
-        if pattern and not re.fullmatch(pattern, value):
-            raise awsenv.SetupError(f"{where}: does not match the parameter's pattern {pattern}")
-        for bound, op in (("MinLength", "at least"), ("MaxLength", "at most")):
-            if bound in rule and not (len(value) >= rule[bound] if op == "at least" else len(value) <= rule[bound]):
-                raise awsenv.SetupError(f"{where}: must be {op} {rule[bound]} characters")
+        _check_rule(spec[key], value, where)
     if "ScheduleMaintenance" in pairs:
         _check_maintenance(pairs["ScheduleMaintenance"])
+
+
+def _check_number(rule: Dict[str, Any], value: str, where: str) -> None:
+    try:
+        number = float(value)
+    except ValueError:
+        raise awsenv.SetupError(f"{where}: must be a number") from None
+    if "MinValue" in rule and number < float(rule["MinValue"]):
+        raise awsenv.SetupError(f"{where}: must be at least {rule['MinValue']}")
+    if "MaxValue" in rule and number > float(rule["MaxValue"]):
+        raise awsenv.SetupError(f"{where}: must be at most {rule['MaxValue']}")
+
+
+def _check_rule(rule: Dict[str, Any], value: str, where: str) -> None:
+    """One value against its parameter's Type, AllowedValues, AllowedPattern and lengths."""
+    if rule.get("Type") == "Number":
+        _check_number(rule, value, where)
+    allowed = rule.get("AllowedValues")
+    if allowed is not None and value not in [str(a) for a in allowed]:
+        shown = ", ".join(repr(str(a)) for a in allowed)
+        raise awsenv.SetupError(f"{where}: must be one of {shown}")
+    pattern = rule.get("AllowedPattern")
+    if pattern and not re.fullmatch(pattern, value):
+        raise awsenv.SetupError(f"{where}: does not match the parameter's pattern {pattern}")
+    if "MinLength" in rule and len(value) < rule["MinLength"]:
+        raise awsenv.SetupError(f"{where}: must be at least {rule['MinLength']} characters")
+    if "MaxLength" in rule and len(value) > rule["MaxLength"]:
+        raise awsenv.SetupError(f"{where}: must be at most {rule['MaxLength']} characters")
 
 
 def _check_maintenance(value: str) -> None:

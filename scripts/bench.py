@@ -210,14 +210,14 @@ class Bench:
         """One run of the published script on one table, with its I/O read from the snapshots."""
         from baseline import load
 
-        from olake_cow.spark.iceberg import IcebergTables
+        from olake_cow.spark.catalog import IcebergCatalog
 
         cow_ns = f"{ns}_script"
         # Its own session: the script leaves `spark.wap.id` set (to "") on the session it is given.
         module = load(self.args.script, writer_session(self.root, self.cfg), CATALOG, ns, cow_ns,
                       f"{self.warehouse}/{cow_ns}")
         module.ensure_namespace_exists(CATALOG, cow_ns)
-        tables = IcebergTables(self.spark, CATALOG)
+        tables = IcebergCatalog(self.spark, CATALOG)
         before = tables.state(cow_ns, "orders_cow")
         t0 = time.monotonic()
         import contextlib

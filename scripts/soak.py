@@ -38,7 +38,7 @@ from olake_cow.core.identifiers import qualified  # noqa: E402
 from olake_cow.core.modes import SourceMode  # noqa: E402
 from olake_cow.core.planner import plan_next  # noqa: E402
 from olake_cow.core.steps import Advance, Done, Merge, Publish, Truncate  # noqa: E402
-from olake_cow.spark.iceberg import IcebergTables  # noqa: E402
+from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
 
 MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
                "--rewrite-manifests"]
@@ -330,7 +330,7 @@ class Soak:
         return boundary.parent_id if boundary is not None else None
 
     def _fresh(self, ns: str, table: str):
-        return fresh_state(IcebergTables(self.reader, "soak"), ns, table)
+        return fresh_state(IcebergCatalog(self.reader, "soak"), ns, table)
 
     def _failure(self, text: str) -> None:
         print(f"  FAILURE: {text}", flush=True)

@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import boto3
 
+from olake_cow.core.uris import split_s3
+
 HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "trigger")
 REGION, ACCOUNT = "us-east-1", "123456789012"
 BUCKET = "lake"
@@ -116,7 +118,7 @@ class Account:
     def put_summary(self, job_run, summary):
         args = job_run["jobDriver"]["sparkSubmit"]["entryPointArguments"]
         uri = args[args.index("--summary-out") + 1]
-        bucket, _, key = uri[len("s3://"):].partition("/")
+        bucket, key = split_s3(uri)
         self.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary))
 
     def glue_table(self, database: str, table: str, meta):

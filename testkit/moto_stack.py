@@ -22,6 +22,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import boto3
 
+from olake_cow.core.uris import split_s3
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "infra"))
 from stack_params import load_template  # noqa: E402
@@ -170,7 +172,7 @@ class MotoStacks:
             glue.create_database(DatabaseInput={"Name": cow_ns})
         for table in tables:
             location = f"{warehouse}/{cow_ns}/{table}_cow"
-            bucket, _, prefix = location[len("s3://"):].partition("/")
+            bucket, prefix = split_s3(location)
             meta_key = f"{prefix}/metadata/00001-{uuid.uuid4()}.metadata.json"
             s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("ro_mirror_after_job")).encode())
             s3.put_object(Bucket=bucket, Key=f"{prefix}/data/00000-0-{uuid.uuid4()}.parquet", Body=b"PAR1")
@@ -178,12 +180,12 @@ class MotoStacks:
         summary = {"status": "succeeded", "duration_s": 42.0, "finished_at": "2026-11-25T10:00:00Z",
                    "tables": [{"table": t, "status": "merged", "rows_upserted": 10, "rows_deleted": 1,
                                "files_written": 1, "duration_s": 10.0, "merges": 1} for t in tables]}
-        bucket, _, key = arg["--summary-out"][len("s3://"):].partition("/")
+        bucket, key = split_s3(arg["--summary-out"])
         s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(summary).encode())
         log_uri = run.get("configurationOverrides", {}).get("monitoringConfiguration", {}).get(
             "s3MonitoringConfiguration", {}).get("logUri")
         if log_uri:
-            bucket, _, prefix = log_uri[len("s3://"):].partition("/")
+            bucket, prefix = split_s3(log_uri)
             key = (f"{prefix.rstrip('/')}/applications/{run['applicationId']}/jobs/{run['jobRunId']}"
                    "/SPARK_DRIVER/stdout.gz")
             s3.put_object(Bucket=bucket, Key=key, Body=gzip.compress(b"olake-cow run finished\n"))

@@ -21,7 +21,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from olake_cow.core.identifiers import qualified, quote
-from olake_cow.spark.iceberg import IcebergTables
+from olake_cow.spark.catalog import IcebergCatalog
 
 from .model import TableModel
 
@@ -47,8 +47,8 @@ class OlakeWriter:
 
     # -- helpers -------------------------------------------------------------------------
     @property
-    def tables(self) -> IcebergTables:
-        return IcebergTables(self.spark, self.catalog)
+    def tables(self) -> IcebergCatalog:
+        return IcebergCatalog(self.spark, self.catalog)
 
     def q(self, table: str) -> str:
         return qualified(self.catalog, self.namespace, table)

@@ -6,21 +6,22 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import __version__
 from .core.config import S3_BUCKET, DestinationConfig, check_location, parse_destination, redact
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
+from .core.filesize import MAX_FILE_SIZE_MB
 from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import render
+from .core.uris import split_s3
 from .preflight import check_credentials, check_reachable, check_summary_bucket
 
 log = logging.getLogger("olake_cow")
 MAX_PARALLELISM = 64  # tables at once; each holds a Spark thread and its py4j connection
-MAX_FILE_SIZE_MB = 16384  # 16 GiB files: far past any sensible target, far below Java's long
 
 
 class Exit(IntEnum):
@@ -180,7 +181,7 @@ def check_summary_out(target: Optional[str]) -> None:
         raise ConfigError(f"--summary-out {target!r}: write s3://bucket/path/summary.json or a local path "
                           f"({scheme}:// is not supported)")
     if target.startswith("s3://"):
-        bucket, _, key = target[len("s3://"):].partition("/")
+        bucket, key = split_s3(target)
         if not bucket or not key or key.endswith("/"):
             raise ConfigError(f"--summary-out {target!r} must name an object: s3://bucket/path/summary.json")
         if not S3_BUCKET.match(bucket):
@@ -210,8 +211,8 @@ class RunSettings:
     summary_out: Optional[str]
 
 
-def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
-    kind = cfg.catalog_type
+def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
+    """(source namespace, mirror namespace), checked."""
     src = check_source_namespace(
         check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace)))
     if args.cow_namespace is not None and not args.cow_namespace.strip():
@@ -220,32 +221,45 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", args.cow_namespace or f"{src}_cow"))
     if cow == src:
         raise ConfigError("--cow-namespace must differ from --source-namespace")
-    base = args.cow_base_location.rstrip("/") if args.cow_base_location else None
+    return src, cow
+
+
+def _base_location(given: Optional[str], cfg: DestinationConfig, cow: str) -> Optional[str]:
+    """Where new mirrors go (None: the catalog chooses)."""
+    base = given.rstrip("/") if given else None
     default_base = f"{cfg.warehouse}/{cow}"
     if cfg.catalog_type == "hadoop":
         if base and base != default_base:
             raise ConfigError(f"the hadoop catalog places tables itself; --cow-base-location must be "
                               f"{default_base} or omitted")
-        base = None
-    elif base is None:
+        return None
+    if base is None:
+        # A REST warehouse name (no URI, no path): let the catalog choose locations.
         if cfg.catalog_type == "rest" and not ("://" in cfg.warehouse or cfg.warehouse.startswith("/")):
-            base = None  # a REST warehouse name: let the catalog choose locations
-        else:
-            base = default_base
-    if base is not None and "://" not in base and not base.startswith("/"):
+            return None
+        base = default_base
+    if "://" not in base and not base.startswith("/"):
         raise ConfigError(f"--cow-base-location {base!r} must be a URI (s3://...) or absolute path")
-    if args.cow_base_location and base is not None:  # as given (a namespace's own name may hold a space)
+    if given:  # as given (a namespace's own name may hold a space)
         check_location("--cow-base-location", base)
-    tables: Optional[List[str]] = None
-    if args.tables is not None:
-        tables = [t.strip() for t in args.tables.split(",") if t.strip()]
-        if not tables:
-            raise ConfigError("--tables is empty")
-        for t in tables:
-            check_for_catalog(kind, "table", validate_name("table", t), MIRROR_SUFFIX)
-        twice = sorted({t for t in tables if tables.count(t) > 1})
-        if twice:
-            raise ConfigError(f"--tables names {', '.join(repr(t) for t in twice)} more than once")
+    return base
+
+
+def _tables(text: Optional[str], kind: str) -> Optional[List[str]]:
+    if text is None:
+        return None
+    tables = [t.strip() for t in text.split(",") if t.strip()]
+    if not tables:
+        raise ConfigError("--tables is empty")
+    for t in tables:
+        check_for_catalog(kind, "table", validate_name("table", t), MIRROR_SUFFIX)
+    twice = sorted({t for t in tables if tables.count(t) > 1})
+    if twice:
+        raise ConfigError(f"--tables names {', '.join(repr(t) for t in twice)} more than once")
+    return tables
+
+
+def _check_ranges(args: argparse.Namespace) -> None:
     if not 1 <= args.parallelism <= MAX_PARALLELISM:
         raise ConfigError(f"--parallelism must be from 1 to {MAX_PARALLELISM}, got {args.parallelism}")
     if args.target_file_size_mb is not None and not 1 <= args.target_file_size_mb <= MAX_FILE_SIZE_MB:
@@ -253,18 +267,32 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
         # break every later run of the mirror, with or without this flag.
         raise ConfigError(f"--target-file-size-mb must be from 1 to {MAX_FILE_SIZE_MB} (MB), got "
                           f"{args.target_file_size_mb}")
-    maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
-                                     args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
-                                     args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
-                                     args.fold_ratio).validate()
     if args.upgrade_mirror and args.mirror_format != "dv":
         raise ConfigError("--upgrade-mirror needs --mirror-format dv")
+
+
+def _spark_conf(items: Sequence[str]) -> Dict[str, str]:
     extra = {}
-    for item in args.spark_conf:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
         extra[key.strip()] = value
+    return extra
+
+
+def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
+    """The run's settings from the command line and the destination config, every input checked
+    before Spark starts (ConfigError naming what is wrong)."""
+    src, cow = _namespaces(args, cfg.catalog_type)
+    base = _base_location(args.cow_base_location, cfg, cow)
+    tables = _tables(args.tables, cfg.catalog_type)
+    _check_ranges(args)
+    maintenance = MaintenanceOptions(args.expire_source_older_than, args.expire_mirror_older_than,
+                                     args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
+                                     args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
+                                     args.fold_ratio).validate()
+    extra = _spark_conf(args.spark_conf)
     check_summary_out(args.summary_out)
     from .spark.session import launch_conf, under_spark_submit
 
@@ -296,7 +324,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _run(s: RunSettings) -> Exit:
     from .core.summary import RunStatus
-    from .spark.iceberg import IcebergTables
+    from .spark.catalog import IcebergCatalog
     from .spark.runner import error_text, new_run_id, run_tables
     from .spark.session import build_session
 
@@ -313,7 +341,7 @@ def _run(s: RunSettings) -> Exit:
         session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
         tables = s.tables
         if tables is None:
-            tables = IcebergTables(session, cfg.catalog_name).list_tables(job.source_namespace)
+            tables = IcebergCatalog(session, cfg.catalog_name).list_tables(job.source_namespace)
         log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(tables), job.source_namespace,
                  job.cow_namespace, " (dry run)" if job.dry_run else "")
         results = run_tables(session, cfg, job, tables)
@@ -362,7 +390,7 @@ def write_summary(summary: Dict[str, Any], target: str) -> None:
     if target.startswith("s3://"):
         import boto3  # provided on EMR; only needed for S3 targets
 
-        bucket, _, key = target[len("s3://"):].partition("/")
+        bucket, key = split_s3(target)
         boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=text.encode("utf-8"),
                                       ContentType="application/json")
         return

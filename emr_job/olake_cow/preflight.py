@@ -8,6 +8,7 @@ from typing import List, Optional, Tuple
 
 from .core.config import DestinationConfig, is_s3
 from .core.errors import ConfigError, aws_error_code
+from .core.uris import split_s3
 
 # How long a catalog server may take to accept a connection (OLAKE_COW_CONNECT_TIMEOUT overrides).
 CONNECT_TIMEOUT_S = 10.0
@@ -80,7 +81,7 @@ def check_summary_bucket(target: Optional[str], region: Optional[str]) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
     except ImportError:
         return
-    bucket = target[len("s3://"):].split("/", 1)[0]
+    bucket = split_s3(target)[0]
     try:
         boto3.client("s3", region_name=region, config=Config(connect_timeout=3, read_timeout=5,
                                                              retries={"max_attempts": 1})).head_bucket(Bucket=bucket)

@@ -6,11 +6,14 @@ import hashlib
 import json
 import re
 import time
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Dict
 
 from botocore.exceptions import ClientError
 
 from olake_cow.core.errors import aws_error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
 _SAFE = re.compile(r"[^0-9A-Za-z_.-]")
 
@@ -25,7 +28,7 @@ def at_expression(epoch_s: int) -> str:
 
 
 class Debouncer:
-    def __init__(self, client, group: str, role_arn: str, target_arn: str):
+    def __init__(self, client: "EventBridgeSchedulerClient", group: str, role_arn: str, target_arn: str) -> None:
         self.scheduler, self.group, self.role_arn, self.target_arn = client, group, role_arn, target_arn
 
     def schedule(self, namespace: str, due_epoch_s: int) -> str:

@@ -12,14 +12,15 @@ Accepted:
   ("maintenance": the job's maintenance options by name, e.g. `{"expire_source_hours": 24, "compact_files": true}`)
 """
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Iterator, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
 from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
-from olake_cow.core.modes import parse_format, parse_mode
+from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
 from .decide import AllTables, PendingTables, Tables, TableSelection
 from .settings import Settings
@@ -34,6 +35,15 @@ _SCHEDULE_KEYS = {"trigger", "namespaces", "tables", "window", "force", "mainten
 
 class EventError(OlakeCowError):
     """The event is not one the trigger accepts; the message says what is wrong."""
+
+
+@contextmanager
+def _as_event_error() -> Iterator[None]:
+    """The core's refusal (OlakeCowError) of a value in an event, as an EventError with its text."""
+    try:
+        yield
+    except OlakeCowError as exc:
+        raise EventError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -70,8 +80,8 @@ class RunRequest:
     force: bool = False
     dry_run: bool = False
     maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
-    source_mode: Optional[str] = None  # --source-mode for the job (None: the deployment's setting)
-    mirror_format: Optional[str] = None  # --mirror-format for new mirrors (None: the deployment's setting)
+    source_mode: Optional[SourceMode] = None  # --source-mode for the job (None: the deployment's setting)
+    mirror_format: Optional[MirrorFormat] = None  # --mirror-format for new mirrors (None: the deployment's setting)
     verify: bool = False  # --verify (a full scan of source and mirror)
 
 
@@ -125,6 +135,11 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
         raise EventError(f"unsupported event: source {source!r}, detail-type {detail_type!r}; "
                          "expected S3 Object Created, EMR Serverless Job Run State Change, "
                          "a schedule or a direct invocation")
+    return _invocation(event, request_id)
+
+
+def _invocation(event: Mapping[str, Any], request_id: str) -> Event:
+    """A direct invocation: a schedule's payload, a debounce timer's, or a user's request."""
     trigger = event.get("trigger", "direct")
     if trigger == "schedule":
         return _schedule(event, request_id)
@@ -219,20 +234,14 @@ def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
                       mirror_format=_mirror_format(payload), verify=_flag(payload, "verify"))
 
 
-def _source_mode(payload: Mapping[str, Any]) -> Optional[str]:
-    try:
-        mode = parse_mode(payload.get("source_mode"), "'source_mode'")
-    except OlakeCowError as exc:
-        raise EventError(str(exc)) from None
-    return mode.value if mode else None
+def _source_mode(payload: Mapping[str, Any]) -> Optional[SourceMode]:
+    with _as_event_error():
+        return parse_mode(payload.get("source_mode"), "'source_mode'")
 
 
-def _mirror_format(payload: Mapping[str, Any]) -> Optional[str]:
-    try:
-        fmt = parse_format(payload.get("mirror_format"), "'mirror_format'")
-    except OlakeCowError as exc:
-        raise EventError(str(exc)) from None
-    return fmt.value if fmt else None
+def _mirror_format(payload: Mapping[str, Any]) -> Optional[MirrorFormat]:
+    with _as_event_error():
+        return parse_format(payload.get("mirror_format"), "'mirror_format'")
 
 
 SOURCE_EXPIRY_REFUSED = (
@@ -245,10 +254,8 @@ def _maintenance(payload: Mapping[str, Any]) -> MaintenanceOptions:
     value = payload.get("maintenance")
     if isinstance(value, Mapping) and value.get("expire_source_hours") is not None:
         raise EventError(SOURCE_EXPIRY_REFUSED)
-    try:
+    with _as_event_error():
         return options_from_payload(value)
-    except OlakeCowError as exc:
-        raise EventError(str(exc)) from None
 
 
 def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None:
@@ -263,20 +270,18 @@ def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None
             raise EventError(f"namespace {namespace!r} is not one of this stack's source namespaces "
                              f"({', '.join(settings.source_namespaces)}); add it to the stack parameter "
                              "SourceNamespaces to mirror it")
-    try:
+    with _as_event_error():
         for namespace, tables in ev.targets:
             check_for_catalog(catalog_type, "namespace", namespace)
             check_for_catalog(catalog_type, "namespace", namespace + MIRROR_SUFFIX)
             for table in tables.names if isinstance(tables, Tables) else ():
                 check_for_catalog(catalog_type, "table", table, MIRROR_SUFFIX)
-    except OlakeCowError as exc:
-        raise EventError(str(exc)) from None
     stack_mode = settings.source_mode
-    if ev.source_mode and stack_mode and ev.source_mode != stack_mode.value:
-        raise EventError(f"'source_mode' {ev.source_mode!r}: this stack runs in {stack_mode.value} mode (stack "
+    if ev.source_mode and stack_mode and ev.source_mode != stack_mode:
+        raise EventError(f"'source_mode' {ev.source_mode.value!r}: this stack runs in {stack_mode.value} mode (stack "
                          "parameter SourceMode), and a request cannot change it"
                          + (": truncate writes OLake's tables, which the job role may not" if
-                            ev.source_mode == "truncate" else ""))
+                            ev.source_mode == SourceMode.TRUNCATE else ""))
 
 
 def _tables(value: Any) -> TableSelection:
@@ -292,10 +297,8 @@ def _tables(value: Any) -> TableSelection:
 def _name(kind: str, value: Any) -> str:
     if not isinstance(value, str):
         raise EventError(f"{kind} must be a string, got {type(value).__name__}")
-    try:
+    with _as_event_error():
         return validate_name(kind, value.strip())
-    except OlakeCowError as exc:
-        raise EventError(str(exc)) from None
 
 
 def _flag(payload: Mapping[str, Any], key: str) -> bool:

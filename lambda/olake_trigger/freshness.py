@@ -8,7 +8,7 @@ starts the run, whose idle path commits nothing.
 """
 import gzip
 import json
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from botocore.exceptions import ClientError
 
@@ -19,12 +19,17 @@ from olake_cow.core.errors import SourceModeError, aws_error_code
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.core.snapshots import MISSING, TableState, state_from_metadata
+from olake_cow.core.uris import split_s3
 
 from .decide import TableCheck
 
+if TYPE_CHECKING:
+    from mypy_boto3_glue import GlueClient
+    from mypy_boto3_s3 import S3Client
 
-def read_json_s3(s3, uri: str) -> Dict[str, Any]:
-    bucket, _, key = uri.split("://", 1)[1].partition("/")
+
+def read_json_s3(s3: "S3Client", uri: str) -> Dict[str, Any]:
+    bucket, key = split_s3(uri)
     body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     if body[:2] == b"\x1f\x8b":  # write.metadata.compression-codec=gzip
         body = gzip.decompress(body)
@@ -39,12 +44,13 @@ def is_truncate_boundary(meta: Dict[str, Any]) -> bool:
 
 
 class GlueFreshness:
-    def __init__(self, glue, s3, cfg: DestinationConfig, cow_suffix: str, source_mode: Optional[SourceMode] = None):
+    def __init__(self, glue: "GlueClient", s3: "S3Client", cfg: DestinationConfig, cow_suffix: str,
+                 source_mode: Optional[SourceMode] = None) -> None:
         self.glue, self.s3, self.cfg, self.suffix = glue, s3, cfg, cow_suffix
         self.source_mode = source_mode
         self.catalog_id = cfg.get("glue_catalog_id")
 
-    def _ids(self) -> Dict[str, str]:
+    def _ids(self) -> Dict[str, Any]:
         return {"CatalogId": self.catalog_id} if self.catalog_id else {}
 
     def _state(self, database: str, table: str) -> TableState:
@@ -88,6 +94,6 @@ class GlueFreshness:
         return out
 
 
-def freshness_for(cfg: DestinationConfig, glue, s3, cow_suffix: str,
+def freshness_for(cfg: DestinationConfig, glue: "GlueClient", s3: "S3Client", cow_suffix: str,
                   source_mode: Optional[SourceMode] = None) -> Optional[GlueFreshness]:
     return GlueFreshness(glue, s3, cfg, cow_suffix, source_mode) if cfg.catalog_type == "glue" else None

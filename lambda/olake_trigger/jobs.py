@@ -4,13 +4,31 @@ The request carries the secret's id, never its content: the job reads the config
 """
 import hashlib
 import re
-from typing import Any, Dict, List, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Union
 
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.errors import ConfigError
+from olake_cow.core.job_request import JobRequest, job_argv
+from olake_cow.core.maintenance import MaintenanceOptions
+from olake_cow.core.modes import MirrorFormat, SourceMode
 
 from .decide import AllTables, Tables
 from .settings import Settings
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is asked for: beyond the tables, what the job gets and how the trigger decides."""
+
+    trigger: str
+    force: bool = False
+    dry_run: bool = False
+    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    source_mode: Optional[SourceMode] = None  # None: the deployment's setting
+    mirror_format: Optional[MirrorFormat] = None  # None: the deployment's setting
+    verify: bool = False
+
 
 NAMESPACE_TAG = "olake-cow:namespace"
 TRIGGER_TAG = "olake-cow:trigger"
@@ -28,24 +46,17 @@ def summary_location(settings: Settings, namespace: str, token: str) -> str:
     return f"{settings.summary_uri.rstrip('/')}/{namespace}/{token}.json"
 
 
-def job_arguments(settings: Settings, namespace: str, tables: Union[AllTables, Tables],
-                  summary_uri: str, flags: Sequence[str] = ()) -> List[str]:
-    args = ["--secret-id", settings.secret_id, "--source-namespace", namespace,
-            "--cow-namespace", settings.cow_namespace(namespace),
-            "--summary-out", summary_uri, "--delete-mode", settings.delete_mode,
-            "--parallelism", str(settings.parallelism)]
-    location = settings.cow_location(namespace)
-    if location:
-        args += ["--cow-base-location", location]
-    if isinstance(tables, Tables):
-        args += ["--tables", ",".join(sorted(tables.names))]
-    if settings.region:
-        args += ["--region", settings.region]
-    if settings.source_mode and "--source-mode" not in flags:
-        args += ["--source-mode", settings.source_mode.value]
-    if settings.mirror_format and "--mirror-format" not in flags:
-        args += ["--mirror-format", settings.mirror_format.value]
-    return args + list(flags)
+def job_request(settings: Settings, namespace: str, tables: Union[AllTables, Tables], summary_uri: str,
+                opts: RunOptions, maintenance: bool) -> JobRequest:
+    """The run a request asks for, with the deployment's settings where it says nothing."""
+    return JobRequest(
+        settings.secret_id, namespace, settings.cow_namespace(namespace), summary_uri,
+        delete_mode=settings.delete_mode, parallelism=settings.parallelism,
+        cow_base_location=settings.cow_location(namespace) or None,
+        tables=tables.names if isinstance(tables, Tables) else None, region=settings.region or None,
+        source_mode=opts.source_mode or settings.source_mode,
+        mirror_format=opts.mirror_format or settings.mirror_format,
+        verify=opts.verify, maintenance=opts.maintenance if maintenance else MaintenanceOptions())
 
 
 def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
@@ -63,8 +74,8 @@ def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
 
 
 def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace: str,
-                          tables: Union[AllTables, Tables], window: str, trigger: str,
-                          flags: Sequence[str] = ()) -> Dict[str, Any]:
+                          tables: Union[AllTables, Tables], window: str, opts: RunOptions,
+                          maintenance: bool = False) -> Dict[str, Any]:
     token = client_token(namespace, window)
     summary_uri = summary_location(settings, namespace, token)
     monitoring: Dict[str, Any] = {}
@@ -82,10 +93,10 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
         "executionTimeoutMinutes": settings.job_timeout_min,
         "jobDriver": {"sparkSubmit": {
             "entryPoint": settings.entry_point,
-            "entryPointArguments": job_arguments(settings, namespace, tables, summary_uri, flags),
+            "entryPointArguments": job_argv(job_request(settings, namespace, tables, summary_uri, opts, maintenance)),
             "sparkSubmitParameters": spark_parameters(settings, cfg),
         }},
-        "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: trigger},
+        "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: opts.trigger},
     }
     if monitoring:
         request["configurationOverrides"] = {"monitoringConfiguration": monitoring}

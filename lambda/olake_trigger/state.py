@@ -15,11 +15,14 @@ Item `ns#<namespace>`:
 Item `seen#<event>`: expires_at N (TTL attribute)
 """
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from botocore.exceptions import ClientError
 
 from olake_cow.core.errors import aws_error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 @dataclass(frozen=True)
@@ -54,14 +57,14 @@ def _conditional_failed(exc: ClientError) -> bool:
 
 
 class StateStore:
-    def __init__(self, client, table: str):
+    def __init__(self, client: "DynamoDBClient", table: str) -> None:
         self.ddb = client
         self.table = table
 
     def _key(self, namespace: str) -> Dict[str, Any]:
         return {"pk": {"S": f"ns#{namespace}"}}
 
-    def _conditional(self, namespace: str, **kwargs: Any) -> Optional[Dict[str, Any]]:
+    def _conditional(self, namespace: str, **kwargs: Any) -> Optional[Mapping[str, Any]]:
         """UpdateItem under a condition: the response, or None when the condition does not hold."""
         try:
             return self.ddb.update_item(TableName=self.table, Key=self._key(namespace), **kwargs)

@@ -3,8 +3,8 @@ state store, the debounce timer, the catalog check and EMR Serverless. AWS clien
 the Powertools wiring lives in handler.py."""
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
 
 from botocore.exceptions import ClientError
 
@@ -29,9 +29,17 @@ from .decide import (
 )
 from .events import Commit, Ignored, JobStateChange, Refused, RunRequest, check_request, classify
 from .freshness import freshness_for, is_truncate_boundary, read_json_s3
+from .jobs import RunOptions
 from .metrics import Point, Prices, billed_points, summary_points
 from .settings import Settings
 from .state import StateStore
+
+if TYPE_CHECKING:  # typed clients for mypy (the mypy-boto3 stubs are a development dependency)
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_emr_serverless import EMRServerlessClient
+    from mypy_boto3_glue import GlueClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
 log = logging.getLogger("olake_trigger")
 QUEUED_REASON = "a mirror run holds this namespace; one follow-up run will start after it"
@@ -39,22 +47,11 @@ QUEUED_REASON = "a mirror run holds this namespace; one follow-up run will start
 
 @dataclass
 class Clients:
-    s3: Any
-    emr: Any
-    ddb: Any
-    scheduler: Any
-    glue: Any
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a run is asked for: beyond the tables, what the job gets and how the trigger decides."""
-
-    trigger: str
-    force: bool = False
-    dry_run: bool = False
-    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
-    flags: Sequence[str] = ()  # job flags beyond maintenance (--source-mode, --verify)
+    s3: "S3Client"
+    emr: "EMRServerlessClient"
+    ddb: "DynamoDBClient"
+    scheduler: "EventBridgeSchedulerClient"
+    glue: "GlueClient"
 
 
 def _result(status: TriggerStatus, **fields: Any) -> Dict[str, Any]:
@@ -127,11 +124,9 @@ class Trigger:
                                                           reason="a commit arrived during the quiet period")}
             return {"namespace": namespace, **self.start(namespace, PendingTables(), ev.window,
                                                          RunOptions("debounce"), cfg)}
-        flags = (["--source-mode", ev.source_mode] if ev.source_mode else []) + (
-            ["--mirror-format", ev.mirror_format] if ev.mirror_format else []) + (["--verify"] if ev.verify else [])
         # A verify is asked for its own sake: no check of what is new first.
         opts = RunOptions(ev.trigger, force=ev.force or ev.verify, dry_run=ev.dry_run, maintenance=ev.maintenance,
-                          flags=flags)
+                          source_mode=ev.source_mode, mirror_format=ev.mirror_format, verify=ev.verify)
         return {"namespace": namespace, **self.start(namespace, tables, f"{ev.trigger}:{ev.window}", opts, cfg)}
 
     # --- starting a run -------------------------------------------------------------------------
@@ -164,8 +159,8 @@ class Trigger:
                 self.emit(namespace, Point("Skipped", "Count", 1.0))
                 log.info("namespace %s: %s; no run started", namespace, decision.reason)
                 return _result(TriggerStatus.SKIPPED, reason=decision.reason)
-            request = jobs.start_job_run_request(self.s, cfg, namespace, decision.tables, window, opts.trigger,
-                                                 self._flags(opts, decision.maintenance))
+            request = jobs.start_job_run_request(self.s, cfg, namespace, decision.tables, window, opts,
+                                                 decision.maintenance)
             run = self.c.emr.start_job_run(**request)
         except Exception:
             self.store.abandon(namespace, token, pending)
@@ -235,16 +230,12 @@ class Trigger:
         checks = None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance)
         decision = decide(tables, checks, opts.force, opts.maintenance.requested)
         chosen = tables if isinstance(decision, Skip) else decision.tables
-        request = jobs.start_job_run_request(self.s, cfg, namespace, chosen, window, opts.trigger,
-                                             self._flags(opts, not isinstance(decision, Skip) and decision.maintenance))
+        request = jobs.start_job_run_request(self.s, cfg, namespace, chosen, window, opts,
+                                             not isinstance(decision, Skip) and decision.maintenance)
         return _result(TriggerStatus.DRY_RUN, would_start=not isinstance(decision, Skip),
                        tables_with_work=None if checks is None else sorted(
                            t for t, c in checks.items() if c.merge or c.due),
                        reason=decision.reason if isinstance(decision, Skip) else None, request=request)
-
-    @staticmethod
-    def _flags(opts: RunOptions, maintenance: bool) -> List[str]:
-        return (opts.maintenance.cli_args() if maintenance else []) + list(opts.flags)
 
     def _checks(self, cfg: DestinationConfig, namespace: str, tables: Union[AllTables, Tables],
                 maintenance: MaintenanceOptions) -> Optional[Dict[str, TableCheck]]:
@@ -291,7 +282,7 @@ class Trigger:
             return {**base, **_result(TriggerStatus.IGNORED, reason="not a run this trigger started")}
         return {**base, "namespace": namespace, **self.finish(namespace, {**run, "state": ev.state})}
 
-    def finish(self, namespace: str, run: Dict[str, Any], follow_up: bool = True) -> Dict[str, Any]:
+    def finish(self, namespace: str, run: Mapping[str, Any], follow_up: bool = True) -> Dict[str, Any]:
         """Release the namespace, publish the run's metrics (summary and billed cost), start the follow-up."""
         st = self.store.finish(namespace, run["jobRunId"])
         if st is None:

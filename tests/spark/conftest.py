@@ -19,7 +19,7 @@ from testkit.olake_writer import OlakeWriter
 
 from olake_cow.cli import main as job_main
 from olake_cow.core.identifiers import qualified
-from olake_cow.spark.iceberg import IcebergTables
+from olake_cow.spark.catalog import IcebergCatalog
 from olake_cow.spark.session import local_aws_jars, local_iceberg_jar
 
 _ns = itertools.count(1)
@@ -88,7 +88,7 @@ class Lake:
         self.root = root
         self.writer = OlakeWriter(writer_session(root, self.cfg), self.catalog, self.ns, remember=True)
         self.dest_path = write_destination(os.path.join(tmp_root, f"{self.ns}.json"), destination)
-        self.tables = IcebergTables(writer_session(root, self.cfg), self.catalog)
+        self.tables = IcebergCatalog(writer_session(root, self.cfg), self.catalog)
 
     def run(self, *args: str) -> int:
         mode = [] if "--source-mode" in args else ["--source-mode", self.mode]

@@ -3,7 +3,7 @@ creating namespaces, several tables in one run, names, a dropped and recreated s
 Glue + S3 and a Hive metastore have their own modules (test_glue.py, test_hive.py)."""
 import pytest
 
-from olake_cow.spark.iceberg import IcebergTables
+from olake_cow.spark.catalog import IcebergCatalog
 
 pytestmark = [pytest.mark.spark]
 
@@ -38,7 +38,7 @@ def test_missing_namespace_is_a_clear_error(catalog_lake, capsys):
 
 def test_iceberg_tables_reads_state_without_spark_jobs(catalog_lake):
     make(catalog_lake)
-    state = IcebergTables(catalog_lake.writer.spark, catalog_lake.catalog).state(catalog_lake.ns, "t")
+    state = IcebergCatalog(catalog_lake.writer.spark, catalog_lake.catalog).state(catalog_lake.ns, "t")
     assert state.exists and state.current_id and state.uuid
 
 
@@ -78,7 +78,7 @@ def test_tables_of_one_run_create_the_mirror_namespace_at_once(catalog_lake):
     ns = catalog_lake.ns + "_race"
 
     def create(_):
-        IcebergTables(writer_session(catalog_lake.root, catalog_lake.cfg), catalog_lake.catalog).create_namespace(ns)
+        IcebergCatalog(writer_session(catalog_lake.root, catalog_lake.cfg), catalog_lake.catalog).create_namespace(ns)
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(create, range(8)))

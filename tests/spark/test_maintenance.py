@@ -7,7 +7,7 @@ import os
 import pytest
 from tests.spark.test_recovery import run_crashing
 
-from olake_cow.spark import iceberg
+from olake_cow.spark import boundary
 
 pytestmark = [pytest.mark.spark]
 
@@ -74,7 +74,7 @@ def test_source_expiry_never_removes_an_unmerged_change_set(tlake, monkeypatch, 
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
                        pure_deletes=["3"])
-    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")  # closed but not merged
+    run_crashing(lake, monkeypatch, boundary, "close_change_set")  # closed but not merged
     code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--expire-source-older-than", "0")
     assert code == 0, summary
     assert summary["tables"][0]["status"] == "maintained"

@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from olake_cow.spark.mirror_ddl import spec_string
+
 pytestmark = [pytest.mark.spark]
 
 
@@ -174,7 +176,7 @@ def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(lake):
     lake.writer.commit("p", [{"_olake_id": "51", "_op_type": "u", "v": 510, "region": "eu"}], pure_deletes=["52"])
     assert lake.run() == 0
     tables = lake.tables
-    assert tables.spec_string(lake.cow_ns, "p_cow") == tables.spec_string(lake.ns, "p") == "identity(region)"
+    assert spec_string(tables, lake.cow_ns, "p_cow") == spec_string(tables, lake.ns, "p") == "identity(region)"
     order = tables.load(lake.cow_ns, "p_cow").sortOrder()
     assert [(str(f.direction().name()), str(f.nullOrder().name())) for f in order.fields()] == [("DESC", "NULLS_LAST")]
     lake.assert_mirror_matches("p")
@@ -191,7 +193,7 @@ def test_mirror_keeps_the_source_partition_spec_and_its_formats_write_mode(lake)
     assert lake.run() == 0
     lake.assert_mirror_matches("p")
     tables = lake.tables
-    assert tables.spec_string(lake.cow_ns, "p_cow") == tables.spec_string(lake.ns, "p")
+    assert spec_string(tables, lake.cow_ns, "p_cow") == spec_string(tables, lake.ns, "p")
     props = lake.mirror("p").properties
     assert props["write.merge.mode"] == ("copy-on-write" if lake.fmt == "cow" else "merge-on-read")
     assert lake.mirror("p").format_version == (2 if lake.fmt == "cow" else 3)

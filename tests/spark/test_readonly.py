@@ -276,9 +276,10 @@ def test_files_read_from_manifests_equal_the_entries_table(rlake, version, monke
     `entries` metadata table: both give the same files, bounds and delete references."""
     from olake_cow.core.identifiers import qualified
     from olake_cow.core.readonly import Interval
-    from olake_cow.spark import change_reader
-    from olake_cow.spark.change_reader import ChangeReader
-    from olake_cow.spark.iceberg import IcebergTables
+    from olake_cow.spark import history_reader
+    from olake_cow.spark.catalog import IcebergCatalog
+    from olake_cow.spark.change_set import SourceTable
+    from olake_cow.spark.history_reader import HistoryReader
 
     lake = rlake
     lake.writer.create_table("t", [("v", "int"), ("s", "string")], format_version=version)
@@ -288,13 +289,13 @@ def test_files_read_from_manifests_equal_the_entries_table(rlake, version, monke
                              mode="merge-on-read")
     source = lake.source("t")
     spark = lake.writer.spark
-    reader = ChangeReader(spark, IcebergTables(spark, lake.catalog), lake.ns, "t",
-                          qualified(lake.catalog, lake.ns, "t"), source, "soft")
+    reader = HistoryReader(spark, IcebergCatalog(spark, lake.catalog),
+                           SourceTable(lake.ns, "t", qualified(lake.catalog, lake.ns, "t"), source), "soft", 128 << 20)
     seqs = sorted({s.sequence_number for s in source.snapshots})
     for start in [0] + seqs[:-1]:
         iv = Interval(None, start, source.current_id)
         direct = reader._entries(iv)
-        monkeypatch.setattr(change_reader, "ENTRIES_LISTED_DIRECTLY", -1)
+        monkeypatch.setattr(history_reader, "ENTRIES_LISTED_DIRECTLY", -1)
         table = reader._entries(iv)
         monkeypatch.undo()
         assert sorted(direct, key=lambda e: e.path) == sorted(table, key=lambda e: e.path), start

@@ -5,7 +5,7 @@ OLake keeps committing, are the soak's (scripts/soak.py, which CI runs)."""
 import pytest
 
 from olake_cow.core.audit import ChangeCounts
-from olake_cow.spark import iceberg, merge, mirror_table
+from olake_cow.spark import boundary, catalog, merge, mirror_table
 
 pytestmark = [pytest.mark.spark]
 
@@ -23,7 +23,7 @@ def setup(lake):
 
 
 def crash(monkeypatch, cls, name, when="after"):
-    """Make `cls.name` raise, before doing its work or after it."""
+    """Make `cls.name` (a method, or a module's function) raise, before doing its work or after it."""
     real = getattr(cls, name)
 
     def wrapper(self, *a, **kw):
@@ -44,7 +44,7 @@ def run_crashing(lake, monkeypatch, cls, name, when="after"):
 @pytest.mark.parametrize("where", [
     ("before", merge.MirrorWriter, "stage"),
     ("after", merge.MirrorWriter, "stage"),
-    ("after", iceberg.IcebergTables, "publish"),
+    ("after", catalog.IcebergCatalog, "publish"),
     ("after", mirror_table.MirrorTable, "prepare"),
 ], ids=lambda w: f"{w[0]}-{w[2]}")
 def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
@@ -60,7 +60,7 @@ def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
 def test_rerun_after_a_crash_after_the_truncate_merges_the_closed_change_set(tlake, monkeypatch):
     lake = tlake
     setup(lake)
-    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
+    run_crashing(lake, monkeypatch, boundary, "close_change_set")
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
     assert lake.run() == 0  # and then it is idle
@@ -70,9 +70,9 @@ def test_rerun_after_a_crash_after_the_truncate_merges_the_closed_change_set(tla
 def test_crash_between_truncate_and_merge_with_new_commits_in_between(tlake, monkeypatch):
     lake = tlake
     setup(lake)
-    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
+    run_crashing(lake, monkeypatch, boundary, "close_change_set")
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 101}], pure_deletes=["4"])
-    run_crashing(lake, monkeypatch, iceberg.IcebergTables, "truncate")
+    run_crashing(lake, monkeypatch, boundary, "close_change_set")
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "d"}])
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
@@ -128,6 +128,6 @@ def test_a_merge_that_stages_nothing_is_refused(lake, monkeypatch):
 def test_a_crash_after_the_publish_commit_on_each_catalog(catalog_lake, monkeypatch):
     """The publish (fast-forward and checkpoint in one commit) is the catalog's own transaction."""
     setup(catalog_lake)
-    run_crashing(catalog_lake, monkeypatch, iceberg.IcebergTables, "publish", "after")
+    run_crashing(catalog_lake, monkeypatch, catalog.IcebergCatalog, "publish", "after")
     assert catalog_lake.run() == 0
     catalog_lake.assert_mirror_matches("t")

@@ -82,9 +82,65 @@ def test_the_lambda_build_copies_the_core_whole():
     assert "emr_job/olake_cow/core/*.py" in makefile
 
 
-def test_spark_adapters_live_in_their_own_package():
-    spark = os.path.join(PACKAGE, "spark")
-    for name in ("change_reader", "merge", "iceberg", "table_job", "session", "scan_tasks"):
-        assert os.path.exists(os.path.join(spark, name + ".py")), name
-    top = sorted(f for f in os.listdir(PACKAGE) if f.endswith(".py"))
-    assert top == ["__init__.py", "cli.py", "preflight.py"], top  # the command line and its pre-Spark checks
+LAYERS = {"olake_cow.core": 0, "olake_cow.spark": 1, "olake_cow": 2}  # cli.py and preflight.py are the top
+
+
+def layer_of(module):
+    """The layer of an olake_cow module: the longest package prefix in LAYERS."""
+    for prefix in sorted(LAYERS, key=len, reverse=True):
+        if module == prefix or module.startswith(prefix + "."):
+            return prefix
+    return None
+
+
+def resolved_imports(path, package):
+    """What a file imports, with relative imports resolved against its package."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            found.append(".".join(base + ([node.module] if node.module else [])))
+    return found
+
+
+def upward_imports(root=PACKAGE):
+    """Imports that run against the direction core <- spark <- cli/preflight, and Spark imported
+    outside the Spark adapters."""
+    bad = []
+    for folder, _, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        package = "olake_cow" if rel == "." else "olake_cow." + rel.replace(os.sep, ".")
+        for f in sorted(x for x in files if x.endswith(".py")):
+            me = package if f == "__init__.py" else f"{package}.{f[:-3]}"
+            mine = LAYERS[layer_of(me)]
+            for module in resolved_imports(os.path.join(folder, f), package):
+                theirs = layer_of(module)
+                if theirs is not None and LAYERS[theirs] > mine:
+                    bad.append(f"{me} imports {module}")
+                elif module.split(".")[0] in ("pyspark", "py4j") and layer_of(me) == "olake_cow.core":
+                    bad.append(f"{me} imports {module}")
+    return bad
+
+
+def test_imports_run_one_way_core_then_spark_then_the_command_line():
+    assert upward_imports() == []
+
+
+def test_the_direction_check_catches_an_upward_import(tmp_path):
+    (tmp_path / "spark").mkdir()
+    (tmp_path / "core").mkdir()
+    (tmp_path / "spark" / "reader.py").write_text("from ..cli import main\nfrom ..core import steps\n")
+    (tmp_path / "core" / "plan.py").write_text("def f():\n    from ..spark import merge\n")
+    assert sorted(upward_imports(str(tmp_path))) == ["olake_cow.core.plan imports olake_cow.spark",
+                                             "olake_cow.spark.reader imports olake_cow.cli"]
+
+
+def test_the_trigger_imports_only_the_core_of_the_job():
+    trigger = os.path.join(ROOT, "lambda", "olake_trigger")
+    bad = [f"{f} imports {m}" for f in sorted(os.listdir(trigger)) if f.endswith(".py")
+           for m in resolved_imports(os.path.join(trigger, f), "olake_trigger")
+           if m.split(".")[0] in ("pyspark", "py4j") or (m.startswith("olake_cow") and layer_of(m) != "olake_cow.core")]
+    assert bad == []

@@ -119,7 +119,7 @@ def test_a_rebuild_splits_its_keys_into_ranges_of_about_equal_size():
 
 
 def test_a_rebuild_writes_files_of_the_target_size_but_up_to_32_ranges_of_6_mb():
-    from olake_cow.spark.change_reader import rebuild_partitions
+    from olake_cow.spark.change_set import rebuild_partitions
 
     mb = 1024 * 1024
     assert rebuild_partitions(220 * mb, 128 * mb, 2) == 32  # 32 ranges of about 7 MB

@@ -72,7 +72,7 @@ def test_the_request_carries_the_secret_id_not_its_content():
     cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt", "aws_access_key": "AKIAX",
                              "aws_secret_key": "TopSecret1"})
     settings = from_env({**ENV, "COW_BASE_LOCATION": "s3://m/base/"})
-    req = jobs.start_job_run_request(settings, cfg, "sales", Tables(("b", "a")), "w", "direct")
+    req = jobs.start_job_run_request(settings, cfg, "sales", Tables(("b", "a")), "w", jobs.RunOptions("direct"))
     args = req["jobDriver"]["sparkSubmit"]["entryPointArguments"]
     assert args[args.index("--tables") + 1] == "a,b"
     assert args[args.index("--cow-base-location") + 1] == "s3://m/base/sales_cow"

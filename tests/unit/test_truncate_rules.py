@@ -1,10 +1,10 @@
 """The truncate-mode planner (boundaries) on literal snapshot lists: no JVM."""
 import pytest
 
+from olake_cow.core.changesource import for_mode
 from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, Marker
 from olake_cow.core.modes import SourceMode
 from olake_cow.core.planner import plan_next as _plan_next
-from olake_cow.core.planner import plan_run as _plan_run
 from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
 from olake_cow.core.steps import LEFT_FOR_NEXT_RUN, Blocked, Done, Merge, Publish, Truncate
 
@@ -17,7 +17,7 @@ def plan_next(source, mirror, **kw):
 
 
 def plan_run(source, mirror):
-    return _plan_run(source, mirror, SourceMode.TRUNCATE)
+    return for_mode(SourceMode.TRUNCATE).describe(source, mirror)
 
 
 def merge(boundary, change, rebuild=False):

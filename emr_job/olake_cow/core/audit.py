@@ -34,10 +34,6 @@ class ChangeCounts:
     upserts: int
     deletes: int
 
-    @property
-    def empty(self) -> bool:
-        return not (self.upserts or self.deletes)
-
 
 def live_rows(snap: Snapshot) -> int:
     """Rows a snapshot shows: data-file records minus positions its deletion vectors delete."""

@@ -7,10 +7,10 @@
 
 The planner (and the trigger's idle check) call `plan`/`describe`; the table job calls `read` to
 get the change set of a Merge step, and maintenance calls `expiry_floor` to know which source
-snapshots must stay. Planning is pure; `read` goes through a `ChangeReader` (the Spark adapter
-spark/change_reader.py implements it).
+snapshots must stay. Planning is pure; `read` goes through a reader of the source table, one per
+mode (the Spark adapters spark/boundary_reader.py and spark/history_reader.py implement them).
 """
-from typing import Any, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Dict, Generic, List, Optional, Protocol, Sequence, TypeVar
 
 from . import readonly, truncate
 from .errors import ResyncNeededError
@@ -20,19 +20,34 @@ from .snapshots import Snapshot, TableState
 from .steps import Merge, Step
 
 
-class ChangeReader(Protocol):
-    """What the change sources need from an adapter that reads the source table."""
+class SnapshotReader(Protocol):
+    """Reads every row of one source snapshot (first build, recreated source, resync)."""
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> Any: ...
 
+
+class BoundaryReader(SnapshotReader, Protocol):
+    """Truncate mode: reads the change set a boundary closed."""
+
     def boundary_change_set(self, snapshot_id: Optional[int], dropped_window: Sequence[int] = ()) -> Any: ...
+
+
+class HistoryReader(SnapshotReader, Protocol):
+    """Readonly mode: reads what changed between two snapshots, interval by interval."""
 
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]: ...
 
     def history_change_set(self, intervals: Sequence[Interval]) -> Any: ...
 
 
-class ChangeSource:
+R = TypeVar("R", bound=SnapshotReader, contravariant=True)
+
+
+class ChangeSource(Generic[R]):
+    """Where a mirror's change sets come from, for one source mode: the next step to take, the
+    change set a Merge step reads (through a reader of type R), and which source snapshots must
+    survive expiry."""
+
     mode: SourceMode
     writes_source = False
 
@@ -48,43 +63,45 @@ class ChangeSource:
         nothing of this source yet, so nothing may be expired)."""
         raise NotImplementedError
 
-    def read(self, reader: ChangeReader, step: Merge, source: TableState) -> Any:
+    def read(self, reader: R, step: Merge, source: TableState) -> Any:
         raise NotImplementedError
 
 
-class TruncateSource(ChangeSource):
+class TruncateSource(ChangeSource[BoundaryReader]):
     mode = SourceMode.TRUNCATE
     writes_source = True
 
-    def plan(self, source, mirror, target_id=None, may_close=True):
+    def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
+             may_close: bool = True) -> Step:
         return truncate.plan(source, mirror, may_close)
 
-    def describe(self, source, mirror):
+    def describe(self, source: TableState, mirror: TableState) -> List[str]:
         return truncate.describe(source, mirror)
 
-    def expiry_floor(self, source, mirror):
+    def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         # Change sets after the last merged boundary live only in the snapshots from it on.
         return truncate.merged_boundary(source, mirror)
 
-    def read(self, reader, step, source):
+    def read(self, reader: BoundaryReader, step: Merge, source: TableState) -> Any:
         if step.rebuild:
             return reader.rebuild(step.read_id)
         return reader.boundary_change_set(step.read_id, truncate.dropped_delete_window(source, step.read_id))
 
 
-class ReadonlySource(ChangeSource):
+class ReadonlySource(ChangeSource[HistoryReader]):
     mode = SourceMode.READONLY
 
-    def plan(self, source, mirror, target_id=None, may_close=True):
+    def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
+             may_close: bool = True) -> Step:
         return readonly.plan(source, mirror, target_id)
 
-    def describe(self, source, mirror):
+    def describe(self, source: TableState, mirror: TableState) -> List[str]:
         return readonly.describe(source, mirror)
 
-    def expiry_floor(self, source, mirror):
+    def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         return readonly.expiry_floor(source, mirror)
 
-    def read(self, reader, step, source):
+    def read(self, reader: HistoryReader, step: Merge, source: TableState) -> Any:
         if step.rebuild or step.since is None:
             return reader.rebuild(step.read_id, note=step.reason)
         try:
@@ -97,8 +114,9 @@ class ReadonlySource(ChangeSource):
             return reader.rebuild(step.read_id, note=f"rebuilt from source snapshot {step.read_id}: {exc}")
 
 
-_SOURCES = {SourceMode.TRUNCATE: TruncateSource(), SourceMode.READONLY: ReadonlySource()}
+_SOURCES: Dict[SourceMode, ChangeSource[Any]] = {SourceMode.TRUNCATE: TruncateSource(),
+                                                 SourceMode.READONLY: ReadonlySource()}
 
 
-def for_mode(mode: SourceMode) -> ChangeSource:
+def for_mode(mode: SourceMode) -> ChangeSource[Any]:
     return _SOURCES[SourceMode(mode)]

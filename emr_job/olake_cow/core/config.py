@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
+from .uris import split_s3
 
 REST_ALIASES = ("rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake")
 CATALOG_TYPES = ("glue", "jdbc", "hive", "hadoop") + REST_ALIASES
@@ -147,33 +148,38 @@ def _refuse_unknown(obj: Mapping[str, Any], known: Tuple[str, ...], prefix: str)
         raise ConfigError(f"unknown key {prefix}{key} in the destination config; {hint}")
 
 
-def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
-    _refuse_unknown(writer, WRITER_KEYS, "writer.")
+def _check_types(writer: Mapping[str, Any]) -> None:
     for key in _STRING_KEYS:
         if key in writer and writer[key] is not None and not isinstance(writer[key], str):
             raise ConfigError(f"writer.{key} must be a string, got {type(writer[key]).__name__}")
     for key in _BOOL_KEYS:
-        if key in writer and writer[key] is not None:
-            value = writer[key]
-            if not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
-                raise ConfigError(f"writer.{key} must be true or false, got {value!r}")
-    if "hive_clients" in writer and writer["hive_clients"] is not None and not _is_int(writer["hive_clients"]):
+        value = writer.get(key)
+        if value is not None and not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
+            raise ConfigError(f"writer.{key} must be true or false, got {value!r}")
+    if writer.get("hive_clients") is not None and not _is_int(writer["hive_clients"]):
         raise ConfigError(f"writer.hive_clients must be an integer, got {writer['hive_clients']!r}")
 
+
+def _catalog_type(writer: Mapping[str, Any]) -> str:
+    """The catalog type (REST aliases as rest), once every key it requires is set."""
     raw_type = (writer.get("catalog_type") or "glue").strip().lower()
     if raw_type not in CATALOG_TYPES:
         raise ConfigError(f"writer.catalog_type {raw_type!r} is not supported; "
                           f"use one of: {', '.join(CATALOG_TYPES)}")
     catalog_type = "rest" if raw_type in REST_ALIASES else raw_type
-
     for key in ("iceberg_s3_path",) + _REQUIRED.get(catalog_type, ()):
         if not str(writer.get(key) or "").strip():
             raise ConfigError(f"writer.{key} is required for catalog_type {raw_type!r}")
+    return catalog_type
 
+
+def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
+    _refuse_unknown(writer, WRITER_KEYS, "writer.")
+    _check_types(writer)
+    catalog_type = _catalog_type(writer)
     name = (writer.get("catalog_name") or DEFAULT_CATALOG_NAME).strip()
     if not _CATALOG_NAME.match(name):
         raise ConfigError(f"writer.catalog_name {name!r} must be letters, digits and underscores")
-
     jdbc_url = writer.get("jdbc_url") or ""
     if catalog_type == "jdbc" and not jdbc_url.lower().startswith("jdbc:"):
         raise ConfigError("writer.jdbc_url must start with 'jdbc:'")
@@ -230,7 +236,7 @@ def check_location(what: str, location: str, rest: bool = False) -> None:
         raise ConfigError(f"{what} {location!r} contains a space or control character; table locations cannot "
                           "hold one (did a copy add it?)")
     if scheme == "s3":
-        bucket = location[len("s3://"):].split("/", 1)[0]
+        bucket = split_s3(location)[0]
         if not S3_BUCKET.match(bucket):
             raise ConfigError(f"{what} {location!r} does not start with an S3 bucket name: write "
                               "s3://bucket/prefix (lowercase letters, digits, dots and hyphens)")
@@ -283,49 +289,59 @@ def _flag(value: Any) -> Optional[bool]:
     return value if isinstance(value, bool) else str(value).lower() == "true"
 
 
-def catalog_properties(cfg: DestinationConfig) -> Tuple[Dict[str, str], Dict[str, str]]:
-    """Iceberg catalog properties as (public, secret). Secret ones are set on the session at run
-    time, never in the launch configuration, and are never printed."""
+Properties = Dict[str, str]
+
+
+def _copy(w: Mapping[str, Any], out: Properties, pairs: Tuple[Tuple[str, str], ...]) -> None:
+    """out[prop] = w[key] for each (key, prop) the writer sets."""
+    for key, prop in pairs:
+        if w.get(key):
+            out[prop] = w[key]
+
+
+def _hadoop(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
+    pub.update({"type": "hadoop", "warehouse": cfg.warehouse})
+
+
+def _jdbc(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
+    pub.update({"type": "jdbc", "uri": cfg.writer["jdbc_url"], "warehouse": cfg.warehouse})
+    _copy(cfg.writer, pub, (("jdbc_username", "jdbc.user"),))
+    _copy(cfg.writer, sec, (("jdbc_password", "jdbc.password"),))
+
+
+def _hive(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
+    pub.update({"type": "hive", "uri": cfg.writer["hive_uri"], "warehouse": cfg.warehouse})
+    if cfg.writer.get("hive_clients") is not None:
+        pub["clients"] = str(cfg.writer["hive_clients"]).strip()
+
+
+def _glue(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
+    pub.update({"type": "glue", "warehouse": cfg.warehouse})
+    _copy(cfg.writer, pub, (("glue_catalog_id", "glue.id"), ("glue_endpoint", "glue.endpoint")))
+
+
+def _rest(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
     w = cfg.writer
-    pub: Dict[str, str] = {"cache-enabled": "false"}
-    sec: Dict[str, str] = {}
-    t = cfg.catalog_type
-    if t == "hadoop":
-        pub.update({"type": "hadoop", "warehouse": cfg.warehouse})
-    elif t == "jdbc":
-        pub.update({"type": "jdbc", "uri": w["jdbc_url"], "warehouse": cfg.warehouse})
-        if w.get("jdbc_username"):
-            pub["jdbc.user"] = w["jdbc_username"]
-        if w.get("jdbc_password"):
-            sec["jdbc.password"] = w["jdbc_password"]
-    elif t == "hive":
-        pub.update({"type": "hive", "uri": w["hive_uri"], "warehouse": cfg.warehouse})
-        if w.get("hive_clients") is not None:
-            pub["clients"] = str(w["hive_clients"]).strip()
-    elif t == "glue":
-        pub.update({"type": "glue", "warehouse": cfg.warehouse})
-        if w.get("glue_catalog_id"):
-            pub["glue.id"] = w["glue_catalog_id"]
-        if w.get("glue_endpoint"):
-            pub["glue.endpoint"] = w["glue_endpoint"]
-    elif t == "rest":
-        pub.update({"type": "rest", "uri": w["rest_catalog_url"], "warehouse": cfg.warehouse})
-        for key, prop in (("oauth2_uri", "oauth2-server-uri"), ("scope", "scope")):
-            if w.get(key):
-                pub[prop] = w[key]
-        for key in ("token", "credential"):
-            if w.get(key):
-                sec[key] = w[key]
-        if _flag(w.get("rest_signing_v_4")) or (w.get("rest_auth_type") or "").lower() == "sigv4":
-            pub["rest.sigv4-enabled"] = "true"
-            pub["rest.signing-name"] = w.get("rest_signing_name") or "execute-api"
-            if w.get("rest_signing_region") or w.get("aws_region"):
-                pub["rest.signing-region"] = w.get("rest_signing_region") or w["aws_region"]
+    pub.update({"type": "rest", "uri": w["rest_catalog_url"], "warehouse": cfg.warehouse})
+    _copy(w, pub, (("oauth2_uri", "oauth2-server-uri"), ("scope", "scope")))
+    _copy(w, sec, (("token", "token"), ("credential", "credential")))
+    if _flag(w.get("rest_signing_v_4")) or (w.get("rest_auth_type") or "").lower() == "sigv4":
+        pub["rest.sigv4-enabled"] = "true"
+        pub["rest.signing-name"] = w.get("rest_signing_name") or "execute-api"
+        if w.get("rest_signing_region") or w.get("aws_region"):
+            pub["rest.signing-region"] = w.get("rest_signing_region") or w["aws_region"]
+
+
+_CATALOG_PROPERTIES = {"hadoop": _hadoop, "jdbc": _jdbc, "hive": _hive, "glue": _glue, "rest": _rest}
+
+
+def _storage(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
+    """The region, S3 FileIO, endpoint and static keys every catalog type shares."""
+    w, t = cfg.writer, cfg.catalog_type
     region = w.get("glue_region") if t == "glue" and w.get("glue_region") else w.get("aws_region")
     if region:
         pub["client.region"] = region
-    uses_s3 = is_s3(cfg.warehouse) or t in ("glue", "rest")
-    if uses_s3 and t != "hadoop":
+    if t != "hadoop" and (is_s3(cfg.warehouse) or t in ("glue", "rest")):
         pub["io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
     if w.get("s3_endpoint"):
         pub["s3.endpoint"] = w["s3_endpoint"]
@@ -333,10 +349,17 @@ def catalog_properties(cfg: DestinationConfig) -> Tuple[Dict[str, str], Dict[str
     elif _flag(w.get("s3_path_style")) is not None:
         pub["s3.path-style-access"] = str(_flag(w.get("s3_path_style"))).lower()
     if w.get("aws_access_key") and w.get("aws_secret_key"):
-        sec["s3.access-key-id"] = w["aws_access_key"]
-        sec["s3.secret-access-key"] = w["aws_secret_key"]
-        if w.get("aws_session_token"):
-            sec["s3.session-token"] = w["aws_session_token"]
+        _copy(w, sec, (("aws_access_key", "s3.access-key-id"), ("aws_secret_key", "s3.secret-access-key"),
+                       ("aws_session_token", "s3.session-token")))
+
+
+def catalog_properties(cfg: DestinationConfig) -> Tuple[Properties, Properties]:
+    """Iceberg catalog properties as (public, secret). Secret ones are set on the session at run
+    time, never in the launch configuration, and are never printed."""
+    pub: Properties = {"cache-enabled": "false"}
+    sec: Properties = {}
+    _CATALOG_PROPERTIES[cfg.catalog_type](cfg, pub, sec)
+    _storage(cfg, pub, sec)
     return pub, sec
 
 

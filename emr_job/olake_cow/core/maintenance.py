@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
+from .filesize import mirror_target_bytes
 from .snapshots import Snapshot, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
@@ -80,8 +81,14 @@ class MaintenanceOptions:
             if isinstance(value, bool):
                 args += [flag] if value else []
             elif value is not None:
-                args += [flag, f"{value:g}"]
+                args += [flag, _number(value)]
         return args
+
+
+def _number(value: float) -> str:
+    """The shortest text that reads back as `value` (`:g` alone keeps 6 digits: 1234567 would not)."""
+    text = f"{value:g}"
+    return text if float(text) == value else repr(float(value))
 
 
 # option -> job flag; the trigger's payload uses the option names as keys.
@@ -157,13 +164,21 @@ def mirror_cutoff(now_ms: int, retention_h: float) -> int:
 SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half the target size
 MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
-DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
 
 
 def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
     """Whether expiry with this cutoff would remove a snapshot (the current one is always kept)."""
     return cutoff_ms is not None and any(
         s.timestamp_ms < cutoff_ms and s.snapshot_id != state.current_id for s in state.snapshots)
+
+
+def commits_since_manifest_rewrite(mirror: TableState) -> int:
+    since = 0
+    for snap in reversed(ancestors(mirror)[0]):
+        if snap.summary_int("manifests-replaced") > 0:
+            break
+        since += 1
+    return since
 
 
 def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableState, floor: Optional[Snapshot],
@@ -182,20 +197,13 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
         due.append("expire_mirror")
     files, records = current.summary_int("total-data-files"), current.summary_int("total-records")
     deleted = current.summary_int("total-position-deletes")
-    target = int(mirror.properties.get("write.target-file-size-bytes") or DEFAULT_TARGET_FILE_BYTES)
+    target = mirror_target_bytes(mirror.properties)
     folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
     if m.compact_files and ((files >= 2 and current.summary_int("total-files-size") / files
                              < SMALL_FILE_FRACTION * target) or folding):
         due.append("compact_files")
     if m.fold_deletes and folding:
         due.append("fold_deletes")
-    if m.rewrite_manifests:
-        chain = ancestors(mirror)[0]
-        since = 0
-        for snap in reversed(chain):
-            if snap.summary_int("manifests-replaced") > 0:
-                break
-            since += 1
-        if since >= MANIFEST_REWRITE_EVERY:
-            due.append("rewrite_manifests")
+    if m.rewrite_manifests and commits_since_manifest_rewrite(mirror) >= MANIFEST_REWRITE_EVERY:
+        due.append("rewrite_manifests")
     return due

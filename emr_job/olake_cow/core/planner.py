@@ -9,7 +9,7 @@ run's.
 How a change set is found depends on the source mode; each mode's rules live in their own module
 behind `ChangeSource` (changesource.py): `readonly.py` and `truncate.py`.
 """
-from typing import List, Optional
+from typing import Optional
 
 from .changesource import for_mode
 from .modes import SourceMode
@@ -22,11 +22,6 @@ def plan_next(source: TableState, mirror: TableState, mode: SourceMode, target_i
     """`target_id`: the source snapshot this run stops at (default: the current one). `may_close`:
     truncate mode may still close a change set in this run (at most one per run)."""
     return for_mode(mode).plan(source, mirror, target_id, may_close)
-
-
-def plan_run(source: TableState, mirror: TableState, mode: SourceMode) -> List[str]:
-    """Human-readable list of what a run would do, for --dry-run."""
-    return for_mode(mode).describe(source, mirror)
 
 
 def has_work(step: Step) -> bool:

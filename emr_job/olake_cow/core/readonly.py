@@ -51,23 +51,29 @@ def _position(source: TableState, mirror: TableState, target_id: Optional[int]) 
         return Blocked(f"source snapshot {target_id} is not in the source's metadata any more")
     target = Marker(str(source.uuid), target_id, target_snap.sequence_number)
     chain, _ = ancestors(source, target_id)
-    checkpoint = find_checkpoint(mirror)
+    return _from_checkpoint(source, find_checkpoint(mirror), target, tuple(chain))
+
+
+def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: Marker,
+                     chain: Tuple[Snapshot, ...]) -> "_Position | Step":
+    """Where the mirror's checkpoint stands in the target's ancestry."""
     if checkpoint is None:
-        return _Position(target, None, tuple(chain), "first build")
+        return _Position(target, None, chain, "first build")
     if checkpoint.source_uuid != source.uuid:
-        return _Position(target, None, tuple(chain), "the source table was recreated")
+        return _Position(target, None, chain, "the source table was recreated")
     if checkpoint.sequence_number is None:
         return Blocked("the mirror's checkpoint names a truncate-mode boundary; it was not built in readonly mode")
     ids = [s.snapshot_id for s in chain]
     if checkpoint.snapshot_id in ids:
-        return _Position(target, checkpoint, tuple(chain[ids.index(checkpoint.snapshot_id) + 1:]))
-    if source.snapshot(checkpoint.snapshot_id) is not None or checkpoint.sequence_number >= target_snap.sequence_number:
-        return _Position(target, None, tuple(chain),
+        return _Position(target, checkpoint, chain[ids.index(checkpoint.snapshot_id) + 1:])
+    target_id, target_seq = target.snapshot_id, int(target.sequence_number or 0)
+    if source.snapshot(checkpoint.snapshot_id) is not None or checkpoint.sequence_number >= target_seq:
+        return _Position(target, None, chain,
                          f"the source's snapshot {target_id} does not descend from snapshot "
                          f"{checkpoint.snapshot_id} that the mirror holds (the source was rolled back)")
     if chain and chain[0].parent_id == checkpoint.snapshot_id:
-        return _Position(target, checkpoint, tuple(chain))  # the checkpoint expired; everything after it is here
-    return _Position(target, None, tuple(chain),
+        return _Position(target, checkpoint, chain)  # the checkpoint expired; everything after it is here
+    return _Position(target, None, chain,
                      f"source snapshots between snapshot {checkpoint.snapshot_id} (held by the mirror) and "
                      f"{target_id} were expired, so what changed in between cannot be read")
 

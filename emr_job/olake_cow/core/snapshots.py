@@ -1,7 +1,7 @@
 """Small immutable records of Iceberg table metadata, and lineage helpers over them."""
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 # Summary key the job sets on the source truncate that closes a change set (truncate mode only).
 BOUNDARY_KEY = "olake-cow.boundary"
@@ -81,10 +81,6 @@ class Snapshot:
         rewrite_data_files, rewrite_manifests, delete-file rewrites) never does, by Iceberg's spec."""
         return self.changes_files and self.operation != Operation.REPLACE.value
 
-    @property
-    def delete_file_count(self) -> int:
-        return self.summary_int(Summary.TOTAL_DELETE_FILES)
-
 
 @dataclass(frozen=True)
 class TableState:
@@ -128,10 +124,6 @@ def ancestors(state: TableState, head: Optional[int] = None) -> Tuple[List[Snaps
     chain.reverse()
     complete = cur is None
     return chain, complete
-
-
-def ancestor_ids(state: TableState) -> set:
-    return {s.snapshot_id for s in ancestors(state)[0]}
 
 
 def snapshots_from_metadata(meta: Mapping[str, Any]) -> Tuple[Snapshot, ...]:
@@ -179,7 +171,3 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),
     )
-
-
-def newest_first(snaps: Sequence[Snapshot]) -> List[Snapshot]:
-    return sorted(snaps, key=lambda s: s.timestamp_ms, reverse=True)

@@ -4,6 +4,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..core.identifiers import quote, sql_string
 
+DataFrame = Any  # pyspark.sql.DataFrame (pyspark is imported lazily)
 KEY = "_olake_id"
 ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key
 PART = "__olake_cow_part"  # which part of a change set a row came from: later parts win
@@ -18,7 +19,7 @@ def newest_order(columns: Sequence[str]) -> List[Any]:
     return [F.col(quote(c)).desc_nulls_last() for c in ORDER_COLUMNS if c in columns]
 
 
-def latest_per_key(rows, by: Sequence[Any] = ()):
+def latest_per_key(rows: DataFrame, by: Sequence[Any] = ()) -> DataFrame:
     """One row per `_olake_id`: the newest change (a change set may hold two visible rows for a
     key, OLake #1189). `by`: columns the rows are already partitioned by (kept as they are)."""
     from pyspark.sql import Window
@@ -73,7 +74,8 @@ def placing_ids(partitions: int) -> List[int]:
     return [first[p] for p in range(partitions)]
 
 
-def range_partitioned_latest(session, rows, partitions: int, expected_rows: int):
+def range_partitioned_latest(session: Any, rows: DataFrame, partitions: int,
+                             expected_rows: int) -> Tuple[DataFrame, str]:
     """`latest_per_key` with the rows range-partitioned by key into `partitions` and sorted by key
     within them, for a new mirror. The ranges come from a sample of the key column alone (Spark's
     own range partitioning would run the whole scan a second time to sample it); each row is then
@@ -96,7 +98,7 @@ def range_partitioned_latest(session, rows, partitions: int, expected_rows: int)
     return latest_per_key(placed, by=[F.col(pid)]), pid
 
 
-def upsert_action(rows, delete_mode: str):
+def upsert_action(rows: DataFrame, delete_mode: str) -> Any:
     """ACTION for rows: 'U', or 'D' for a tombstone (`_op_type='d'`) in hard delete mode."""
     from pyspark.sql import functions as F
 
@@ -105,7 +107,8 @@ def upsert_action(rows, delete_mode: str):
     return F.lit("U")
 
 
-def compose(row_parts: List[Any], key_parts: List[Any], delete_mode: str, schema):
+def compose(row_parts: List[DataFrame], key_parts: List[DataFrame], delete_mode: str,
+            schema: Any) -> Optional[DataFrame]:
     """The resolved change set of several parts (intervals of the source's history, oldest first):
     `row_parts[i]`, `key_parts[i]`: visible rows and deleted keys of part i, each with a PART
     column. Per key the last part touching it decides; within a part a visible row beats a
@@ -162,7 +165,7 @@ def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
             f"WHEN NOT MATCHED AND s.{a} = 'U' THEN INSERT ({insert_cols}) VALUES ({insert_vals})")
 
 
-def aligned_rows(changes, mirror_schema):
+def aligned_rows(changes: DataFrame, mirror_schema: Any) -> DataFrame:
     """Upsert rows of a change set with exactly the mirror's columns (missing ones null)."""
     from pyspark.sql import functions as F
 

@@ -2,7 +2,7 @@
 (with the clamps of core/maintenance.py), manifest rewrite, small-file compaction, folding of
 deletion vectors and orphan-file removal."""
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 from ..core.audit import forbidden_deletes
@@ -18,6 +18,7 @@ from ..core.maintenance import (
 )
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
+from .catalog import IcebergCatalog
 
 if TYPE_CHECKING:
     from ..core.changesource import ChangeSource
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 class Maintainer:
     """Runs the procedures on one table pair (Spark adapter)."""
 
-    def __init__(self, session, catalog: str, tables) -> None:
+    def __init__(self, session: Any, catalog: str, tables: IcebergCatalog) -> None:
         self.session, self.catalog, self.tables = session, catalog, tables
 
     def _call(self, proc: str, args: Dict[str, str]) -> List[Dict[str, Any]]:
@@ -88,11 +89,21 @@ class Maintainer:
         out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
 
 
-def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_ns: str, mirror_name: str,
-             m: MaintenanceOptions, changes: "ChangeSource", fmt: MirrorFormat, source: TableState,
-             mirror: TableState, say: Callable[..., None]) -> Dict[str, Any]:
+@dataclass(frozen=True)
+class TablePair:
+    """A source table and its mirror, by namespace and name."""
+
+    source_ns: str
+    source: str
+    mirror_ns: str
+    mirror: str
+
+
+def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
+             changes: "ChangeSource", fmt: MirrorFormat, source: TableState, mirror: TableState,
+             say: Callable[..., None]) -> Dict[str, Any]:
     """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
-    out, worker = MaintenanceResult(), Maintainer(session, catalog, tables)
+    out, worker = MaintenanceResult(), Maintainer(session, catalog.catalog_name, catalog)
     now_ms = int(time.time() * 1000)
     if m.expire_source_hours is not None:
         cutoff, note = source_cutoff(now_ms, m.expire_source_hours, changes.expiry_floor(source, mirror))
@@ -100,30 +111,36 @@ def maintain(session, tables, catalog: str, src_ns: str, source_name: str, cow_n
             out.notes.append(note)
             say("%s", note)
         if cutoff is not None:
-            worker.expire(src_ns, source_name, cutoff, out)
+            worker.expire(pair.source_ns, pair.source, cutoff, out)
     if mirror.exists:
-        if m.compact_files:
-            worker.compact(cow_ns, mirror_name, m.ratio, out)
-        if m.fold_deletes and fmt == MirrorFormat.DV:
-            worker.fold(cow_ns, mirror_name, m.ratio, out)
-        if m.rewrite_manifests:
-            worker.rewrite_manifests(cow_ns, mirror_name, out)
-        if m.expire_mirror_hours is not None:
-            worker.expire(cow_ns, mirror_name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
-        after = tables.state(cow_ns, mirror_name)
-        snap = after.snapshot(after.current_id)
-        left = forbidden_deletes(snap, fmt) if snap is not None else []
-        if left:
-            raise OlakeCowError(f"{cow_ns}.{mirror_name}: maintenance left delete files the mirror must not hold "
-                                f"({', '.join(left)})")
+        _maintain_mirror(worker, catalog, pair, m, fmt, now_ms, out)
     if m.remove_orphans_hours is not None:
         older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
         if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
-            worker.orphans(src_ns, source_name, older, m.orphans_dry_run, out)
+            worker.orphans(pair.source_ns, pair.source, older, m.orphans_dry_run, out)
         if mirror.exists:
-            worker.orphans(cow_ns, mirror_name, older, m.orphans_dry_run, out)
+            worker.orphans(pair.mirror_ns, pair.mirror, older, m.orphans_dry_run, out)
     say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) rewritten, "
         "%d file(s) compacted, %d folded, %d orphan file(s)%s", out.snapshots_expired, out.files_removed,
         out.bytes_removed, out.manifests_rewritten, out.files_compacted, out.files_folded, len(out.orphan_files),
         " (dry run: listed, not removed)" if m.orphans_dry_run else "")
     return asdict(out)
+
+
+def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
+                     fmt: MirrorFormat, now_ms: int, out: MaintenanceResult) -> None:
+    ns, name = pair.mirror_ns, pair.mirror
+    if m.compact_files:
+        worker.compact(ns, name, m.ratio, out)
+    if m.fold_deletes and fmt == MirrorFormat.DV:
+        worker.fold(ns, name, m.ratio, out)
+    if m.rewrite_manifests:
+        worker.rewrite_manifests(ns, name, out)
+    if m.expire_mirror_hours is not None:
+        worker.expire(ns, name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
+    after = catalog.state(ns, name)
+    snap = after.snapshot(after.current_id)
+    left = forbidden_deletes(snap, fmt) if snap is not None else []
+    if left:
+        raise OlakeCowError(f"{ns}.{name}: maintenance left delete files the mirror must not hold "
+                            f"({', '.join(left)})")

@@ -3,19 +3,21 @@ staged snapshot is audited, and only then published, with the checkpoint, in one
 Spark/Iceberg adapter."""
 import uuid
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..core.audit import ChangeCounts, audit, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
+from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import quote
 from ..core.modes import MirrorFormat
 from ..core.pruning import FileBounds, MergeShape, cow_write, merge_shape, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
-from .change_reader import ChangeSet
+from .catalog import IcebergCatalog
+from .change_set import ChangeSet, DataFrame
 from .changes import ACTION, KEY, aligned_rows, merge_sql
-from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
+from .file_listing import FileListing
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
 # A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
@@ -37,12 +39,12 @@ class ChangeSummary:
 
 
 class MirrorWriter:
-    def __init__(self, session, tables: IcebergTables, ns: str, name: str, mirror_q: str,
+    def __init__(self, session: Any, catalog: IcebergCatalog, ns: str, name: str, mirror_q: str,
                  result: TableResult) -> None:
-        self.session, self.tables = session, tables
+        self.session, self.catalog = session, catalog
         self.ns, self.name, self.mirror_q, self.result = ns, name, mirror_q, result
 
-    def summarize(self, frame, most: Optional[int] = None) -> ChangeSummary:
+    def summarize(self, frame: DataFrame, most: Optional[int] = None) -> ChangeSummary:
         """One pass over the (cached) change set: its keys and actions when it can hold at most
         KEYS_COLLECTED keys (`most`: an upper bound, the records of the files it was read from),
         else only its counts."""
@@ -63,7 +65,7 @@ class MirrorWriter:
         current = mirror.snapshot(mirror.current_id)
         if current is not None and current.summary_int(Summary.TOTAL_DATA_FILES) <= FILES_LISTED_DIRECTLY \
                 and mirror.key_field_id is not None:
-            files = [FileBounds(*f) for f in self.tables.data_file_bounds(self.ns, self.name, mirror.key_field_id)]
+            files = FileListing(self.catalog).data_file_bounds(self.ns, self.name, mirror.key_field_id)
         else:
             metrics = f"readable_metrics.{quote(KEY)}"
             files = [FileBounds(r[0], r[1], r[2], int(r[3] or 0)) for r in self.session.sql(
@@ -82,7 +84,7 @@ class MirrorWriter:
         conf: Dict[str, str] = {}
         partitions = None
         if fmt == MirrorFormat.COW and not cs.rebuild and shape is not None:
-            target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
+            target = mirror_target_bytes(mirror.properties)
             plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
             if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
                 conf[DISTRIBUTION_MODE] = "hash"
@@ -117,7 +119,7 @@ class MirrorWriter:
             self.session.conf.unset("spark.wap.id")
             for key in conf:
                 self.session.conf.unset(key)
-        after = self.tables.state(self.ns, self.name)
+        after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
 
@@ -128,10 +130,10 @@ class MirrorWriter:
         try:
             audit(staged, parent_rows, counts, rebuild, self.result.mirror, fmt)
         except AuditError:
-            mirror = self.tables.state(self.ns, self.name)
-            self.tables.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
+            mirror = self.catalog.state(self.ns, self.name)
+            self.catalog.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
             raise
-        self.tables.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id)
+        self.catalog.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id)
         r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
         if rebuild:
             r.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -151,5 +153,5 @@ class MirrorWriter:
         if counts.upserts or rebuild:
             raise OlakeCowError(f"{self.result.mirror}: the merge for source snapshot {marker.snapshot_id} "
                                 "staged no snapshot")
-        self.tables.set_checkpoint(self.ns, self.name, marker.wap_id)
+        self.catalog.set_checkpoint(self.ns, self.name, marker.wap_id)
         self.result.rows_deleted += counts.deletes

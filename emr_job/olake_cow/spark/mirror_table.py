@@ -5,9 +5,11 @@ from typing import Dict, Optional
 
 from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from ..core.errors import SchemaEvolutionError
+from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
 from ..core.modes import MirrorFormat, SourceMode
 from ..core.snapshots import TableState
-from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size, write_mode_properties
+from .catalog import IcebergCatalog, write_mode_properties
+from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
 
@@ -27,10 +29,10 @@ def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
 
 
 class MirrorTable:
-    def __init__(self, tables: IcebergTables, source_ns: str, source: str, ns: str, name: str,
+    def __init__(self, catalog: IcebergCatalog, source_ns: str, source: str, ns: str, name: str,
                  location: Optional[str], mode: SourceMode, fmt: MirrorFormat,
                  target_file_mb: Optional[int]) -> None:
-        self.tables = tables
+        self.catalog, self.ddl = catalog, MirrorDDL(catalog)
         self.source_ns, self.source, self.ns, self.name = source_ns, source, ns, name
         self.location, self.mode, self.fmt, self.target_file_mb = location, mode, fmt, target_file_mb
 
@@ -39,13 +41,13 @@ class MirrorTable:
         merge must build its whole content."""
         if mirror.exists:
             try:
-                for what in self.tables.evolve_mirror(self.source_ns, self.source, self.ns, self.name):
+                for what in self.ddl.evolve_mirror(self.source_ns, self.source, self.ns, self.name):
                     log.info("[%s] mirror follows the source's %s", self.source, what)
             except SchemaEvolutionError:
                 if not rebuild:
                     raise
                 log.info("[%s] the source's schema cannot be applied to the mirror: recreating it", self.source)
-                self.tables.drop(self.ns, self.name)
+                self.catalog.drop(self.ns, self.name)
                 mirror = TableState(exists=False)
         if not mirror.exists:
             self.create()
@@ -54,11 +56,11 @@ class MirrorTable:
         return False
 
     def create(self) -> None:
-        self.tables.create_namespace(self.ns)
+        self.catalog.create_namespace(self.ns)
         props = mirror_properties(self.fmt)
         props.update({SOURCE_PROPERTY: f"{self.source_ns}.{self.source}", MODE_PROPERTY: self.mode.value,
                       TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
-        self.tables.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
+        self.ddl.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
         log.info("[%s] created mirror %s.%s (%s mode, %s format)", self.source, self.ns, self.name,
                  self.mode.value, self.fmt.value)
 
@@ -66,7 +68,7 @@ class MirrorTable:
         """A cow mirror becomes format version 3 with merge-on-read modes (cannot be undone)."""
         props = {"format-version": "3", FORMAT_PROPERTY: MirrorFormat.DV.value}
         props.update(write_mode_properties(merge_on_read=True))
-        self.tables.set_properties_sql(self.ns, self.name, props)
+        self.catalog.set_properties_sql(self.ns, self.name, props)
         log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
 
     def _keep_properties(self, mirror: TableState) -> None:
@@ -78,4 +80,4 @@ class MirrorTable:
             wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)
         changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
         if changed:
-            self.tables.set_properties(self.ns, self.name, changed)
+            self.catalog.set_properties(self.ns, self.name, changed)

@@ -4,7 +4,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 from ..core.config import DestinationConfig, redact
 from ..core.errors import OlakeCowError
@@ -16,13 +16,13 @@ from .table_job import TableJob
 log = logging.getLogger("olake_cow")
 
 
-def run_tables(root_session, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
+def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
                on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
     secrets = cfg.secret_values()
 
     def one(table: str) -> TableResult:
         try:
-            job = TableJob(root_session, cfg, opts, table)
+            job = TableJob.open(root_session, cfg, opts, table)
         except Exception as exc:  # noqa: BLE001 - reported per table
             res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
             return _fail(res, exc, secrets)

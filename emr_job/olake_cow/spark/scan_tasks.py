@@ -34,7 +34,7 @@ def _paths_from_text(text: str, count: int) -> Optional[List[str]]:
 class Plan:
     """The file scan tasks of one snapshot, by data file path."""
 
-    def __init__(self, jvm, tasks) -> None:
+    def __init__(self, jvm: Any, tasks: Any) -> None:
         self.jvm, self.tasks = jvm, tasks
         size = int(tasks.size())
         paths = _paths_from_text(str(tasks.toString()), size) if size else []
@@ -53,7 +53,7 @@ class Plan:
     def paths(self) -> List[str]:
         return list(self.index)
 
-    def task(self, path: str):
+    def task(self, path: str) -> Any:
         task = self.tasks.get(self.index[path])
         actual = str(task.file().location())
         if actual != path:  # the one-call path listing is checked on every task it picks
@@ -77,7 +77,7 @@ class FileRef:
 class TaskSets:
     """Plans snapshots of one table and reads chosen tasks; `close()` unstages everything."""
 
-    def __init__(self, session, table, table_name: str) -> None:
+    def __init__(self, session: Any, table: Any, table_name: str) -> None:
         self.session, self.table, self.name = session, table, table_name
         self.jvm = session._jvm
         self._staged: List[str] = []
@@ -91,7 +91,7 @@ class TaskSets:
             self._plans[snapshot_id] = Plan(self.jvm, tasks)
         return self._plans[snapshot_id]
 
-    def with_deletes(self, task, keep: Callable[[Any], bool]):
+    def with_deletes(self, task: Any, keep: Callable[[Any], bool]) -> Any:
         """The same data file with only the delete files `keep` accepts."""
         jvm = self.jvm
         kept = [d for d in task.deletes() if keep(d)]
@@ -123,7 +123,7 @@ class TaskSets:
             tasks.append(iceberg.BaseFileScanTask(data, no_deletes, schema_json, spec_json, residual))
         return tasks
 
-    def read(self, tasks: List[Any]):
+    def read(self, tasks: List[Any]) -> Any:
         """A DataFrame of the tasks' rows (the table's current schema), deletes applied. The tasks
         stay staged until close(): the DataFrame may be evaluated more than once."""
         set_id = f"olake-cow-{uuid.uuid4().hex}"

@@ -7,7 +7,7 @@ import glob
 import importlib.util
 import os
 import sys
-from typing import Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
@@ -96,7 +96,7 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
 
 
 def build_session(cfg: DestinationConfig, app_name: str, master: Optional[str] = None,
-                  extra: Optional[Mapping[str, str]] = None):  # -> SparkSession
+                  extra: Optional[Mapping[str, str]] = None) -> Any:  # a SparkSession
     from pyspark.sql import SparkSession
 
     local = not under_spark_submit()
@@ -110,7 +110,7 @@ def build_session(cfg: DestinationConfig, app_name: str, master: Optional[str] =
     return session
 
 
-def py4j_no_delay(session) -> bool:
+def py4j_no_delay(session: Any) -> bool:
     """Turn off Nagle's algorithm on the JVM's end of this Python thread's py4j connection (one
     connection per thread). Py4J writes a reply through an 8 KB buffer, so a longer reply leaves
     in pieces and Nagle holds the last one until the Python side's delayed ACK: every call that
@@ -127,13 +127,13 @@ def py4j_no_delay(session) -> bool:
         return False
 
 
-def apply_secrets(session, cfg: DestinationConfig) -> None:
+def apply_secrets(session: Any, cfg: DestinationConfig) -> None:
     _, secret = catalog_properties(cfg)
     for key, value in secret.items():
         session.conf.set(f"spark.sql.catalog.{cfg.catalog_name}.{key}", value)
 
 
-def table_session(root, cfg: DestinationConfig):
+def table_session(root: Any, cfg: DestinationConfig) -> Any:
     """An isolated session (own SQL conf, temp views, WAP id) sharing the root's SparkContext.
     The catalog is configured on it explicitly: a new session does not inherit settings made
     on an existing session at run time."""

@@ -2,11 +2,13 @@
 
 Per table: read both tables' metadata, ask the change source (changesource.py) for the next step,
 carry it out, repeat. The rooms it uses: mirror_table.py (create and evolve the mirror),
-change_reader.py (read a change set), merge.py (write, audit, publish), maintenance.py, verify.py.
+boundary_reader.py and history_reader.py (read a change set), merge.py (write, audit, publish),
+maintenance.py, verify.py.
 """
 import logging
 import time
-from typing import Optional
+from dataclasses import replace
+from typing import Any, Dict, Optional, Tuple, Type, Union
 
 from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
@@ -14,20 +16,27 @@ from ..core.changesource import ChangeSource, for_mode
 from ..core.checkpoint import Marker, find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
+from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import MIRROR_SUFFIX, qualified
 from ..core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
-from ..core.snapshots import Summary, TableState
+from ..core.pruning import MergeShape
+from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult, TableStatus
-from .change_reader import ChangeReader
-from .iceberg import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, IcebergTables, target_file_size
-from .maintenance import maintain
+from . import boundary
+from .boundary_reader import BoundaryReader
+from .catalog import IcebergCatalog
+from .change_set import ChangeSet, SnapshotReader, SourceTable
+from .history_reader import HistoryReader
+from .maintenance import TablePair, maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
 from .session import table_session
 
 log = logging.getLogger("olake_cow")
 MAX_STEPS = 10_000
+READERS: Dict[SourceMode, Type[SnapshotReader]] = {SourceMode.TRUNCATE: BoundaryReader,
+                                                   SourceMode.READONLY: HistoryReader}
 
 
 class _Clock:
@@ -43,27 +52,32 @@ class _Clock:
 
 
 class TableJob:
-    """Brings one mirror up to date with its source table."""
+    """Brings one mirror up to date with its source table. The constructor only names things;
+    `open` gives a job its own Spark session and catalog."""
 
-    def __init__(self, root_session, cfg: DestinationConfig, opts: JobOptions, table: str) -> None:
+    def __init__(self, session: Any, catalog: IcebergCatalog, cfg: DestinationConfig, opts: JobOptions,
+                 table: str) -> None:
         self.cfg, self.opts, self.table = cfg, opts, table
-        self.session = table_session(root_session, cfg)
-        self.tables = IcebergTables(self.session, cfg.catalog_name)
+        self.session, self.catalog = session, catalog
         self.mirror = f"{table}{MIRROR_SUFFIX}"
         self.source_q = qualified(cfg.catalog_name, opts.source_namespace, table)
         self.mirror_q = qualified(cfg.catalog_name, opts.cow_namespace, self.mirror)
         self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}")
-        self.writer = MirrorWriter(self.session, self.tables, opts.cow_namespace, self.mirror, self.mirror_q,
-                                   self.result)
+        self.writer = MirrorWriter(session, catalog, opts.cow_namespace, self.mirror, self.mirror_q, self.result)
         self.fmt = opts.mirror_format or DEFAULT_MIRROR_FORMAT
+
+    @classmethod
+    def open(cls, root_session: Any, cfg: DestinationConfig, opts: JobOptions, table: str) -> "TableJob":
+        session = table_session(root_session, cfg)
+        return cls(session, IcebergCatalog(session, cfg.catalog_name), cfg, opts, table)
 
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
 
-    def states(self):
+    def states(self) -> Tuple[TableState, TableState]:
         with _Clock(self.result, "planning"):
-            return (self.tables.state(self.opts.source_namespace, self.table),
-                    self.tables.state(self.opts.cow_namespace, self.mirror))
+            return (self.catalog.state(self.opts.source_namespace, self.table),
+                    self.catalog.state(self.opts.cow_namespace, self.mirror))
 
     def run(self) -> TableResult:
         started = time.monotonic()
@@ -83,7 +97,7 @@ class TableJob:
             if upgrade and not self.opts.dry_run:
                 self._mirror_table(mode).upgrade_to_dv()
                 self.result.notes.append("upgraded the mirror in place to format version 3 (dv)")
-                mirror = self.tables.state(self.opts.cow_namespace, self.mirror)
+                mirror = self.catalog.state(self.opts.cow_namespace, self.mirror)
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
@@ -114,12 +128,13 @@ class TableJob:
                 raise HistoryError(f"{self.table}: {step.reason}")
             if isinstance(step, steps.Truncate):
                 with _Clock(self.result, "committing"):
-                    bid = self.tables.truncate(self.opts.source_namespace, self.table, self.opts.run_id)
+                    bid = boundary.close_change_set(self.catalog, self.opts.source_namespace, self.table,
+                                                    self.opts.run_id)
                 self.result.truncated += 1
                 self.say("closed the open change set: boundary snapshot %s", bid)
             elif isinstance(step, steps.Advance):
                 with _Clock(self.result, "committing"):
-                    self.tables.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
+                    self.catalog.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
                 self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                          step.target.snapshot_id)
             elif isinstance(step, (steps.Merge, steps.Publish)):
@@ -143,74 +158,83 @@ class TableJob:
     # --- merge / publish -----------------------------------------------------------------
     def _mirror_table(self, mode: SourceMode) -> MirrorTable:
         location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
-        return MirrorTable(self.tables, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
+        return MirrorTable(self.catalog, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
                            location, mode, self.fmt, self.opts.target_file_mb)
 
-    def _apply(self, changes: ChangeSource, step, source: TableState, mirror: TableState) -> None:
+    def _apply(self, changes: ChangeSource, step: Union[steps.Merge, steps.Publish], source: TableState,
+               mirror: TableState) -> None:
         merge = step.merge if isinstance(step, steps.Publish) else step
-        marker, rebuild = merge.target, merge.rebuild
-        ns = self.opts.cow_namespace
         if isinstance(step, steps.Merge):
             with _Clock(self.result, "merging"):
-                rebuild = self._mirror_table(changes.mode).prepare(mirror, rebuild) or rebuild
-            mirror = self.tables.state(ns, self.mirror)
+                merge = replace(merge, rebuild=self._mirror_table(changes.mode).prepare(mirror, merge.rebuild)
+                                or merge.rebuild)
+            mirror = self.catalog.state(self.opts.cow_namespace, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
-        counts, staged = ChangeCounts(0, 0), None
-        if isinstance(step, steps.Publish) and rebuild:
-            staged = mirror.snapshot(step.staged_id)  # a rebuild is audited from its own commit
+        if isinstance(step, steps.Publish) and merge.rebuild:
+            # a rebuild is audited from its own commit
+            staged, counts, rebuild = mirror.snapshot(step.staged_id), ChangeCounts(0, 0), True
         else:
-            target = int(mirror.properties.get(TARGET_FILE_SIZE) or target_file_size(DEFAULT_TARGET_FILE_MB))
-            reader = ChangeReader(self.session, self.tables, self.opts.source_namespace, self.table, self.source_q,
-                                  source, self.opts.delete_mode, target)
-            with _Clock(self.result, "reading_changes"):
-                cs = changes.read(reader, steps.Merge(marker, merge.read_id, rebuild, merge.since, merge.reason),
-                                  source)
-            try:
-                rebuild = cs.rebuild
-                for note in cs.notes:
-                    self.say("%s", note)
-                    self.result.notes.append(note)
-                self.result.files_read += cs.files_read
-                self.result.bytes_read += cs.bytes_read
-                shape, keys = None, None
-                if not rebuild:  # one pass over the change set: its counts for the audit, its keys for the merge
-                    with _Clock(self.result, "reading_changes"):
-                        summary = self.writer.summarize(cs.frame, cs.records_read)
-                    counts, keys = summary.counts, summary.keys
-                    if isinstance(step, steps.Merge):
-                        with _Clock(self.result, "planning"):
-                            shape = self.writer.shape(mirror, summary.keys, cs.key_range)
-                        spread = shape.spread and self.fmt == MirrorFormat.COW
-                        self.say("the change set (%d upserts, %d deletes) can touch %d of the mirror's %d files%s",
-                                 counts.upserts, counts.deletes, shape.touched, shape.files,
-                                 " (spread: rewritten without a global sort)" if spread else "")
-                if isinstance(step, steps.Merge):
-                    with _Clock(self.result, "merging"):
-                        staged = self.writer.stage(cs, marker, mirror, self.fmt, shape, keys)
-                else:
-                    staged = mirror.snapshot(step.staged_id)
-            finally:
-                cs.close()
+            staged, counts, rebuild = self._read_and_stage(changes, step, merge, source, mirror)
         with _Clock(self.result, "committing"):
             if staged is not None:
-                self.writer.publish(staged, marker, counts, parent_rows, rebuild, self.fmt)
+                self.writer.publish(staged, merge.target, counts, parent_rows, rebuild, self.fmt)
             else:
-                self.writer.nothing_staged(counts, marker, rebuild)
+                self.writer.nothing_staged(counts, merge.target, rebuild)
         self.result.merges += 1
         verb = "published staged" if isinstance(step, steps.Publish) else (
             "rebuilt mirror from" if rebuild else "merged")
-        self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, marker.snapshot_id,
+        self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
                  staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)
+
+    def _reader(self, mode: SourceMode, source: TableState, mirror: TableState) -> SnapshotReader:
+        table = SourceTable(self.opts.source_namespace, self.table, self.source_q, source)
+        return READERS[mode](self.session, self.catalog, table, self.opts.delete_mode,
+                             mirror_target_bytes(mirror.properties))
+
+    def _read_and_stage(self, changes: ChangeSource, step: Union[steps.Merge, steps.Publish], merge: steps.Merge,
+                        source: TableState, mirror: TableState) -> Tuple[Optional[Snapshot], ChangeCounts, bool]:
+        """Read the merge's change set and stage its write (a Publish step's write is staged
+        already: the change set gives its counts). (staged snapshot, counts, rebuild)"""
+        reader = self._reader(changes.mode, source, mirror)
+        with _Clock(self.result, "reading_changes"):
+            cs: ChangeSet = changes.read(reader, merge, source)
+        try:
+            for note in cs.notes:
+                self.say("%s", note)
+                self.result.notes.append(note)
+            self.result.files_read += cs.files_read
+            self.result.bytes_read += cs.bytes_read
+            counts, keys, shape = ChangeCounts(0, 0), None, None
+            if not cs.rebuild:  # one pass over the change set: its counts for the audit, its keys for the merge
+                with _Clock(self.result, "reading_changes"):
+                    summary = self.writer.summarize(cs.frame, cs.records_read)
+                counts, keys = summary.counts, summary.keys
+                if isinstance(step, steps.Merge):
+                    shape = self._shape(mirror, summary.keys, cs, counts)
+            if isinstance(step, steps.Publish):
+                return mirror.snapshot(step.staged_id), counts, cs.rebuild
+            with _Clock(self.result, "merging"):
+                return self.writer.stage(cs, merge.target, mirror, self.fmt, shape, keys), counts, cs.rebuild
+        finally:
+            cs.close()
+
+    def _shape(self, mirror: TableState, keys: Optional[list], cs: ChangeSet, counts: ChangeCounts) -> MergeShape:
+        with _Clock(self.result, "planning"):
+            shape = self.writer.shape(mirror, keys, cs.key_range)
+        spread = shape.spread and self.fmt == MirrorFormat.COW
+        self.say("the change set (%d upserts, %d deletes) can touch %d of the mirror's %d files%s",
+                 counts.upserts, counts.deletes, shape.touched, shape.files,
+                 " (spread: rewritten without a global sort)" if spread else "")
+        return shape
 
     # --- after the merges ----------------------------------------------------------------
     def _maintain(self, changes: ChangeSource) -> None:
         source, mirror = self.states()
         with _Clock(self.result, "maintenance"):
-            self.result.maintenance = maintain(self.session, self.tables, self.cfg.catalog_name,
-                                               self.opts.source_namespace, self.table, self.opts.cow_namespace,
-                                               self.mirror, self.opts.maintenance, changes, self.fmt, source,
-                                               mirror, self.say)
+            pair = TablePair(self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror)
+            self.result.maintenance = maintain(self.session, self.catalog, pair, self.opts.maintenance, changes,
+                                               self.fmt, source, mirror, self.say)
 
     def _verify(self, mode: SourceMode) -> None:
         from .verify import verify_mirror

@@ -36,14 +36,14 @@ class VerifyResult:
         return {**asdict(self), "ok": self.ok}
 
 
-def _hashed(frame, columns, types):
+def _hashed(frame: Any, columns: List[str], types: Dict[str, str]) -> Any:
     from pyspark.sql import functions as F
 
     values = F.struct(*[F.col(quote(c)).cast(types[c]).alias(c) for c in columns])
     return frame.select(F.col(KEY), F.sha2(F.to_json(values), 256).alias("__olake_cow_hash"))
 
 
-def verify_mirror(session, source_q: str, mirror_q: str, snapshot_id: int, delete_mode: str) -> VerifyResult:
+def verify_mirror(session: Any, source_q: str, mirror_q: str, snapshot_id: int, delete_mode: str) -> VerifyResult:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 

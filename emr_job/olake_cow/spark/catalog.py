@@ -1,0 +1,145 @@
+"""Iceberg catalog access through its Java API (py4j): load a table and its metadata in one read,
+list namespaces and tables, and commit table properties and a staged snapshot with the checkpoint
+in one commit. File listings are in file_listing.py, the mirror's DDL in mirror_ddl.py."""
+import json
+from typing import Any, Dict, List, Mapping, Tuple
+
+from ..core.checkpoint import CHECKPOINT_PROPERTY
+from ..core.errors import TableNotFoundError
+from ..core.identifiers import qualified, sql_string
+from ..core.snapshots import MISSING, TableState, state_from_metadata
+
+_WRITE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+JavaObject = Any  # a py4j proxy of an Iceberg Java object
+
+
+def write_mode_properties(merge_on_read: bool) -> Dict[str, str]:
+    mode = "merge-on-read" if merge_on_read else "copy-on-write"
+    return {key: mode for key in _WRITE_MODES}
+
+
+def _java_class_name(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return ""
+    try:
+        return str(java.getClass().getName())
+    except Exception:  # noqa: BLE001 - py4j proxies may be gone
+        return ""
+
+
+def is_java_error(exc: BaseException, *simple_names: str) -> bool:
+    name = _java_class_name(exc)
+    return any(name.endswith("." + n) or name == n for n in simple_names)
+
+
+def java_message(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    try:
+        return str(java.getMessage()) if java is not None else str(exc)
+    except Exception:  # noqa: BLE001
+        return str(exc)
+
+
+class IcebergCatalog:
+    """One Spark session's Iceberg catalog, through Java: what Spark SQL cannot do atomically."""
+
+    def __init__(self, session: Any, catalog: str) -> None:
+        self.session = session
+        self.catalog_name = catalog
+        self.jvm = session._jvm
+        # Catalog plugins read the conf of the thread's active session, not of their owner.
+        self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
+        spark_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog)
+        self.catalog = spark_catalog.icebergCatalog()
+        self._idents: Dict[Tuple[str, str], JavaObject] = {}  # a run looks the same few tables up many times
+
+    def _namespace(self, namespace: str) -> JavaObject:
+        arr = self.session.sparkContext._gateway.new_array(self.jvm.java.lang.String, 1)
+        arr[0] = namespace
+        return self.jvm.org.apache.iceberg.catalog.Namespace.of(arr)
+
+    def ident(self, namespace: str, table: str) -> JavaObject:
+        """The table's identifier (immutable on the Java side, so kept: four py4j calls each)."""
+        found = self._idents.get((namespace, table))
+        if found is None:
+            found = self.jvm.org.apache.iceberg.catalog.TableIdentifier.of(self._namespace(namespace), table)
+            self._idents[(namespace, table)] = found
+        return found
+
+    def load(self, namespace: str, table: str) -> JavaObject:
+        try:
+            return self.catalog.loadTable(self.ident(namespace, table))
+        except Exception as exc:  # py4j wraps the Java exception
+            if is_java_error(exc, "NoSuchTableException", "NoSuchNamespaceException"):
+                raise TableNotFoundError(f"table {namespace}.{table} does not exist") from None
+            raise
+
+    def state(self, namespace: str, table: str) -> TableState:
+        try:
+            t = self.load(namespace, table)
+        except TableNotFoundError:
+            return MISSING
+        meta = t.operations().current()
+        text = self.jvm.org.apache.iceberg.TableMetadataParser.toJson(meta)
+        return state_from_metadata(json.loads(text), str(meta.metadataFileLocation()))
+
+    def lists_by_prefix(self, namespace: str, table: str) -> bool:
+        """Whether the table's FileIO can list files under a prefix (SupportsPrefixOperations)."""
+        io = self.load(namespace, table).io()
+        # Through the FileIO's own class loader: Iceberg's jar is not on the system class path.
+        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
+                                                io.getClass().getClassLoader())
+        return bool(kind.isInstance(io))
+
+    def namespace_exists(self, namespace: str) -> bool:
+        return bool(self.catalog.namespaceExists(self._namespace(namespace)))
+
+    def create_namespace(self, namespace: str) -> None:
+        if not self.namespace_exists(namespace):
+            try:
+                self.catalog.createNamespace(self._namespace(namespace))
+            except Exception:
+                # Tables of one run create it concurrently; some catalogs (JDBC) then fail with a
+                # SQL error instead of AlreadyExistsException.
+                if not self.namespace_exists(namespace):
+                    raise
+
+    def list_tables(self, namespace: str) -> List[str]:
+        if not self.namespace_exists(namespace):
+            raise TableNotFoundError(f"namespace {namespace!r} does not exist in catalog "
+                                     f"{self.catalog_name!r}")
+        return sorted(str(i.name()) for i in self.catalog.listTables(self._namespace(namespace)))
+
+    def drop(self, namespace: str, table: str) -> None:
+        self.catalog.dropTable(self.ident(namespace, table), True)
+
+    # --- commits ------------------------------------------------------------------------------
+    def publish(self, namespace: str, table: str, staged_id: int, checkpoint: str) -> int:
+        """Fast-forward (or, for appends, cherry-pick) a staged snapshot and set the checkpoint
+        property in the same commit; returns the new current id."""
+        t = self.load(namespace, table)
+        tx = t.newTransaction()
+        tx.manageSnapshots().cherrypick(int(staged_id)).commit()
+        tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).commit()
+        tx.commitTransaction()
+        t.refresh()
+        return int(t.currentSnapshot().snapshotId())
+
+    def set_checkpoint(self, namespace: str, table: str, value: str) -> None:
+        self.set_properties(namespace, table, {CHECKPOINT_PROPERTY: value})
+
+    def set_property(self, namespace: str, table: str, key: str, value: str) -> None:
+        self.set_properties(namespace, table, {key: value})
+
+    def set_properties(self, namespace: str, table: str, values: Mapping[str, str]) -> None:
+        t = self.load(namespace, table)
+        update = t.updateProperties()
+        for key, value in values.items():
+            update = update.set(key, value)
+        update.commit()
+
+    def set_properties_sql(self, namespace: str, table: str, values: Mapping[str, str]) -> None:
+        """Through Spark SQL, which also upgrades the format version when it is among them."""
+        pairs = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in values.items())
+        self.session.sql(f"ALTER TABLE {qualified(self.catalog_name, namespace, table)} SET TBLPROPERTIES ({pairs})")

@@ -1,0 +1,137 @@
+"""A change set and the reading every source mode shares: a whole source snapshot (first build,
+recreated source, resync). The per-mode readers build on it: boundary_reader.py (truncate mode),
+history_reader.py (readonly mode)."""
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from ..core.errors import UnsupportedDeleteError
+from ..core.snapshots import Summary, TableState
+from .catalog import IcebergCatalog
+from .changes import ACTION, KEY, DataFrame, range_partitioned_latest, upsert_action
+from .file_listing import FileListing
+from .scan_tasks import FileRef, TaskSets
+
+Bounds = Tuple[Optional[str], Optional[str]]  # a file's lowest and highest key (None: unknown)
+
+
+@dataclass
+class ChangeSet:
+    """A resolved change set: `frame` has one row per key and ACTION ('U' upsert, 'D' delete);
+    for a rebuild it holds the new mirror's rows, range-partitioned by key. `close()` frees what
+    reading it staged (call it after the write)."""
+
+    frame: DataFrame
+    rebuild: bool
+    files_read: int = 0
+    bytes_read: int = 0
+    # At most this many keys (the records of the files read: an upper bound); None: unknown.
+    records_read: Optional[int] = 0
+    notes: List[str] = field(default_factory=list)
+    # Lowest and highest key the change set can hold, from the file metadata (a superset; None:
+    # unknown). The merge uses it to skip mirror files; it costs no pass over the data.
+    key_range: Optional[Tuple[str, str]] = None
+    _cleanup: List[Callable[[], Any]] = field(default_factory=list)
+
+    def count_read(self, files: int, size: int, records: int) -> None:
+        """Add what one reading read (records: toward the bound on the keys, while it is known)."""
+        self.files_read += files
+        self.bytes_read += size
+        if self.records_read is not None:
+            self.records_read += records
+
+    def on_close(self, fn: Callable[[], Any]) -> None:
+        self._cleanup.append(fn)
+
+    def close(self) -> None:
+        for fn in reversed(self._cleanup):
+            fn()
+        self._cleanup.clear()
+
+
+def span(bounds: Sequence[Bounds]) -> Optional[Tuple[str, str]]:
+    """The key range covering all `bounds`; None when any is unknown (or there are none)."""
+    if not bounds or any(lo is None or hi is None for lo, hi in bounds):
+        return None
+    return min(str(lo) for lo, _ in bounds), max(str(hi) for _, hi in bounds)
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """The source table a reader reads: its name in the catalog, its SQL name and its metadata."""
+
+    namespace: str
+    table: str
+    sql_name: str  # catalog.namespace.table, quoted
+    state: TableState
+
+
+class SnapshotReader:
+    """Reads a source table's change sets (the core's change sources choose what to read)."""
+
+    def __init__(self, session: Any, catalog: IcebergCatalog, source: SourceTable, delete_mode: str,
+                 target_file_bytes: int) -> None:
+        self.session, self.catalog = session, catalog
+        self.files = FileListing(catalog)
+        self.source, self.delete_mode = source, delete_mode
+        self.key_field_id = source.state.key_field_id
+        self.target_file_bytes = target_file_bytes
+
+    def _snapshot_rows(self, snapshot_id: Optional[int]) -> DataFrame:
+        if snapshot_id is None:
+            return self.session.sql(f"SELECT * FROM {self.source.sql_name} LIMIT 0")
+        return self.session.sql(f"SELECT * FROM {self.source.sql_name} VERSION AS OF {int(snapshot_id)}")
+
+    def _whole_snapshot_io(self, snapshot_id: Optional[int], cs: ChangeSet) -> None:
+        snap = self.source.state.snapshot(snapshot_id)
+        if snap is not None:
+            cs.count_read(snap.summary_int(Summary.TOTAL_DATA_FILES) + snap.summary_int(Summary.TOTAL_DELETE_FILES),
+                          snap.summary_int(Summary.TOTAL_FILES_SIZE),
+                          snap.summary_int(Summary.TOTAL_RECORDS) + snap.summary_int(Summary.TOTAL_EQ_DELETES)
+                          + snap.summary_int(Summary.TOTAL_POS_DELETES))
+
+    def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ChangeSet:
+        """Every row of the snapshot, one per key, range-partitioned and sorted by key on the way
+        (the one shuffle serves the resolution and the mirror's sort order); not persisted: the
+        source is scanned once by the write, and its key column once for the ranges."""
+        snap = self.source.state.snapshot(snapshot_id)
+        size = snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap else 0
+        records = snap.summary_int(Summary.TOTAL_RECORDS) if snap else 0
+        cores = int(self.session.sparkContext.defaultParallelism)
+        latest, _ = range_partitioned_latest(self.session, self._snapshot_rows(snapshot_id),
+                                             rebuild_partitions(size, self.target_file_bytes, cores), records)
+        cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
+                       notes=[note] if note and note != "first build" else [])
+        self._whole_snapshot_io(snapshot_id, cs)
+        return cs
+
+    def _task_sets(self) -> TaskSets:
+        return TaskSets(self.session, self.catalog.load(self.source.namespace, self.source.table),
+                        self.source.sql_name)
+
+    def _check_equality_delete(self, file: FileRef, ids: Optional[Sequence[int]]) -> FileRef:
+        if list(ids or []) != [self.key_field_id]:
+            raise UnsupportedDeleteError(
+                f"equality delete file {file.path} deletes by field ids {list(ids or [])}, not by _olake_id "
+                f"(field id {self.key_field_id}); only _olake_id deletes are supported")
+        return file
+
+    def _equality_keys(self, sets: TaskSets, files: Sequence[FileRef]) -> DataFrame:
+        """The keys equality-delete files delete (a key may repeat), read by Iceberg's reader
+        through the table's FileIO."""
+        return sets.read(sets.file_tasks(files)).select(KEY)
+
+
+MIN_RANGES = 32
+MIN_RANGE_BYTES = 6 * 1024 * 1024
+
+
+def rebuild_partitions(source_bytes: int, target_file_bytes: int, cores: int) -> int:
+    """How many key ranges (and files) a rebuild writes: files of the target size, but up to 32
+    ranges (or one per core, if more) while each keeps 6 MB, so that a copy-on-write merge of keys
+    near each other (the newest keys, say) rewrites a small fraction of a small mirror. Measured
+    with 5,000 changes among the newest 100,000 decimal keys: at 4M rows, 32 ranges of 7 MB took
+    1.75 s a merge where 8 of 27 MB took 2.33 s; at 1M rows, 8 ranges of 7 MB took 1.55 s where 13
+    of 4 MB took 1.79 s (smaller files no longer save reading, and spread a change over more)."""
+    by_size = -(-source_bytes // max(1, target_file_bytes))
+    by_spread = min(max(MIN_RANGES, cores), source_bytes // MIN_RANGE_BYTES)
+    return max(1, by_size, by_spread)
