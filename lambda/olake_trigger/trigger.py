@@ -59,8 +59,12 @@ def _result(status: TriggerStatus, **fields: Any) -> Dict[str, Any]:
 
 
 class Trigger:
+    """The Lambda's decisions, one method per event: a metadata commit (debounced), a schedule or
+    a direct request (checked, then a run per namespace under a lease), a run's end (metrics from
+    its summary, a follow-up run for what arrived meanwhile). AWS clients and the clock come in."""
+
     def __init__(self, settings: Settings, clients: Clients, load_config: Callable[[], DestinationConfig],
-                 emit: Callable[[str, Point], None], clock: Callable[[], float] = time.time):
+                 emit: Callable[[str, Point], None], clock: Callable[[], float] = time.time) -> None:
         self.s, self.c, self.load_config, self.emit, self.clock = settings, clients, load_config, emit, clock
         self.store = StateStore(clients.ddb, settings.state_table)
 

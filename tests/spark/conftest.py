@@ -172,6 +172,12 @@ def catalog_lake(request, spark, destinations, tmp_root):
 
 
 @pytest.fixture
+def jdbc_lake(spark, destinations, tmp_root):
+    """The JDBC (PostgreSQL) catalog, readonly cow."""
+    return Lake(spark, destinations["jdbc"], tmp_root, "jdbc", "readonly", "cow")
+
+
+@pytest.fixture
 def make_lake(spark, destinations, tmp_root):
     """Factory: a lake on a given destination dict (e.g. one with extra settings)."""
     return lambda destination, kind, mode="readonly", fmt="cow", io=None: Lake(spark, destination, tmp_root, kind,

@@ -5,6 +5,7 @@ import decimal
 import random
 
 import pytest
+from tests.spark.catalog_scenarios import recreated_source
 
 from olake_cow.spark.mirror_ddl import spec_string
 
@@ -214,15 +215,7 @@ def test_idle_run_commits_nothing(lake):
 
 
 def test_recreated_source_rebuilds_the_mirror(lake):
-    make(lake)
-    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 5}])
-    assert lake.run() == 0
-    lake.writer.drop_table("t")
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(100, 5))
-    assert lake.run() == 0
-    lake.assert_mirror_matches("t")
-    assert {r["_olake_id"] for r in lake.mirror_rows("t")} == {str(i) for i in range(100, 105)}
+    recreated_source(lake)
 
 
 def test_dry_run_commits_nothing(lake, capsys):

@@ -392,7 +392,13 @@ def test_no_secret_value_in_logs_or_job_arguments(aws, capsys, caplog):
     texts = {"stdout": captured.out, "stderr": captured.err,
              "log records": "\n".join(r.getMessage() for r in caplog.records),
              "job runs": json.dumps(aws.job_runs(), default=str)}
-    assert aws.job_runs()
+    runs = aws.job_runs()
+    # the commit's run, then the schedule's two: every one of them carries the secret's id, not its values
+    assert sorted((r["tags"]["olake-cow:namespace"], r["tags"]["olake-cow:trigger"]) for r in runs) == [
+        ("crm", "schedule"), ("sales", "commit"), ("sales", "schedule")]
+    for run in runs:
+        args = run["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+        assert args[args.index("--secret-id") + 1] == SECRET_ID
     for value in SECRETS.values():
         for where, text in texts.items():
             assert value not in text, f"secret leaked into {where}"

@@ -15,6 +15,8 @@ Row = Any  # pyspark.sql.Row
 
 
 class BoundaryReader(SnapshotReader):
+    """Truncate mode's change sets: what a boundary closed (TruncateSource.read chooses)."""
+
     def boundary_change_set(self, snapshot_id: Optional[int], dropped_window: Sequence[int] = ()) -> ChangeSet:
         """The change-set snapshot's rows, and the keys of its equality-delete files that have no
         visible row. When a rewrite in the change set dropped delete files, `dropped_window` names

@@ -19,6 +19,9 @@ ENTRIES_LISTED_DIRECTLY = 500  # up to this many files in the candidate manifest
 
 
 class HistoryReader(SnapshotReader):
+    """Readonly mode's change sets: the files newer than the checkpoint's sequence number, and the
+    keys that deletes and rewrites removed, interval by interval (ReadonlySource.read chooses)."""
+
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
         """replace snapshot id -> data sequence number of the data files it wrote."""
         out = {}

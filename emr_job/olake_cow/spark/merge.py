@@ -39,6 +39,10 @@ class ChangeSummary:
 
 
 class MirrorWriter:
+    """Writes one change set into the mirror: staged under the target's WAP id (a MERGE touching
+    only the files the change keys can reach, or a whole rebuild), audited, then published with
+    the checkpoint in one commit. Counts go to the table's result."""
+
     def __init__(self, session: Any, catalog: IcebergCatalog, ns: str, name: str, mirror_q: str,
                  result: TableResult) -> None:
         self.session, self.catalog = session, catalog

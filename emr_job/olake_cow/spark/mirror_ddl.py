@@ -12,6 +12,8 @@ OrderTerm = Tuple[str, str, str, str]  # (transform, column, direction, null ord
 
 
 class MirrorDDL:
+    """Creates a mirror like its source and keeps its schema, spec and sort order following it."""
+
     def __init__(self, catalog: IcebergCatalog) -> None:
         self.catalog = catalog
 

@@ -29,6 +29,9 @@ def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
 
 
 class MirrorTable:
+    """The mirror as a table: created on the first build (or when the source was recreated in a way
+    it cannot follow), evolved before every merge, its properties kept (mode, file size)."""
+
     def __init__(self, catalog: IcebergCatalog, source_ns: str, source: str, ns: str, name: str,
                  location: Optional[str], mode: SourceMode, fmt: MirrorFormat,
                  target_file_mb: Optional[int]) -> None:
