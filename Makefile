@@ -14,7 +14,7 @@ export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
 .PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy try-local demo test \
 	test-fast \
-	lint typecheck bench soak clean
+	lint typecheck bench bench-warm soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -78,7 +78,10 @@ test: $(STAMP) $(AWS_JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark,
 test-fast: $(STAMP) ## unit and moto tests only (no JVM, no Java needed)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
-bench: $(STAMP) java ## benchmark; writes docs/bench.json, docs/bench.png, docs/BENCHMARKS.md (BENCH_ARGS="--quick")
+bench: $(STAMP) java ## cold benchmark, a process per run as on EMR (BENCH_ARGS="--tiers single --script PATH"); docs/BENCHMARKS.md
+	$(BIN)/python scripts/bench_cold.py $(BENCH_ARGS)
+
+bench-warm: $(STAMP) java ## the same systems in one warm Spark session (BENCH_ARGS="--quick"); docs/bench.json
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
 soak: $(STAMP) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")

@@ -38,44 +38,55 @@ def _epoch_ms(iso: Optional[str]) -> Optional[int]:
         return None
 
 
+def _lag(t: Mapping[str, Any], finished: Optional[int]) -> Optional[float]:
+    """Seconds from the newest source change a merged table holds to the run's end."""
+    if t.get("status") != TableStatus.MERGED.value or not finished or not t.get("last_change_ms"):
+        return None
+    return max(0.0, (finished - int(t["last_change_ms"])) / 1000.0)
+
+
+def _table_points(t: Mapping[str, Any], values: Mapping[str, int], lag: Optional[float]) -> List[Point]:
+    name = str(t.get("table"))
+    own = tuple((k, str(t[k])) for k in ("mirror_format", "source_mode") if t.get(k))
+    points = [Point(k, "Count", float(v), name, own) for k, v in values.items()]
+    points.append(Point("TableFailed", "Count", float(t.get("status") == TableStatus.FAILED.value), name, own))
+    points.append(Point("DurationSeconds", "Seconds", float(t.get("duration_s") or 0.0), name, own))
+    if lag is not None:
+        points.append(Point("LagSeconds", "Seconds", lag, name, own))
+    return points
+
+
+def _kinds(tables: List[Dict[str, Any]]) -> Tuple[Tuple[str, str], ...]:
+    """Which mirror formats and source modes the run's tables have (e.g. "cow", "cow,dv")."""
+    named = tuple((key, ",".join(sorted({str(t[key]) for t in tables if t.get(key)})))
+                  for key in ("mirror_format", "source_mode"))
+    return tuple((k, v) for k, v in named if v)
+
+
 def summary_points(summary: Optional[Mapping[str, Any]], state: str, table_limit: int) -> List[Point]:
     """Namespace totals, plus per-table points when the run has at most `table_limit` tables
     (0: never). `state` is the EMR job state; a failed or cancelled run, a failed table or a
     missing summary counts a failure."""
-    points: List[Point] = []
     failed_run = state in FAILED_STATES or not summary or summary.get("status") != RunStatus.SUCCEEDED.value
-    points.append(Point("JobFailed", "Count", 1.0 if failed_run else 0.0))
+    points: List[Point] = [Point("JobFailed", "Count", 1.0 if failed_run else 0.0)]
     if not summary:
         return points
     tables: List[Dict[str, Any]] = list(summary.get("tables") or [])
-    # Which mirror formats and source modes the run's tables have (e.g. "cow", "cow,dv").
-    named = tuple((key, ",".join(sorted({str(t[key]) for t in tables if t.get(key)})))
-                  for key in ("mirror_format", "source_mode"))
-    named = tuple((k, v) for k, v in named if v)
+    named = _kinds(tables)
     finished = _epoch_ms(summary.get("finished_at"))
     totals = {name: 0 for name, _ in TABLE_VALUES}
-    merged = failed = 0
     lags: List[float] = []
-    per_table = 0 < len(tables) <= table_limit
     for t in tables:
-        status = t.get("status")
-        merged += status == TableStatus.MERGED.value
-        failed += status in (TableStatus.FAILED.value, TableStatus.VERIFY_FAILED.value)
         values = {name: int(t.get(key) or 0) for name, key in TABLE_VALUES}
         for k, v in values.items():
             totals[k] += v
-        lag = None
-        if status == TableStatus.MERGED.value and finished and t.get("last_change_ms"):
-            lag = max(0.0, (finished - int(t["last_change_ms"])) / 1000.0)
-            lags.append(lag)
-        if per_table:
-            name = str(t.get("table"))
-            own = tuple((k, str(t[k])) for k in ("mirror_format", "source_mode") if t.get(k))
-            points += [Point(k, "Count", float(v), name, own) for k, v in values.items()]
-            points.append(Point("TableFailed", "Count", float(status == TableStatus.FAILED.value), name, own))
-            points.append(Point("DurationSeconds", "Seconds", float(t.get("duration_s") or 0.0), name, own))
-            if lag is not None:
-                points.append(Point("LagSeconds", "Seconds", lag, name, own))
+        lag = _lag(t, finished)
+        lags += [lag] if lag is not None else []
+        if 0 < len(tables) <= table_limit:
+            points += _table_points(t, values, lag)
+    statuses = [t.get("status") for t in tables]
+    merged = statuses.count(TableStatus.MERGED.value)
+    failed = statuses.count(TableStatus.FAILED.value) + statuses.count(TableStatus.VERIFY_FAILED.value)
     ns_points = [Point("TablesMerged", "Count", float(merged)), Point("TablesFailed", "Count", float(failed))]
     ns_points += [Point(k, "Count", float(v)) for k, v in totals.items()]
     ns_points.append(Point("DurationSeconds", "Seconds", float(summary.get("duration_s") or 0.0)))

@@ -74,8 +74,7 @@ _REQUIRED = {
 }
 
 
-def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
-    env = os.environ if env is None else env
+def _required(env: Mapping[str, str]) -> Dict[str, Any]:
     missing = [name for name in _REQUIRED.values() if not env.get(name, "").strip()]
     if missing:
         raise ConfigError(f"missing environment variable(s): {', '.join(missing)}")
@@ -83,29 +82,36 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     for field in ("entry_point", "py_files", "summary_uri"):
         if not _S3.match(values[field]):
             raise ConfigError(f"{_REQUIRED[field]} must be an s3:// URI, got {values[field]!r}")
+    return values
+
+
+def _what_to_mirror(env: Mapping[str, str]) -> Dict[str, Any]:
+    """The namespaces, their mirrors' suffix, and how the job reads and writes them."""
     namespaces = tuple(n.strip() for n in env.get("SOURCE_NAMESPACES", "").split(",") if n.strip())
     if not namespaces:
         raise ConfigError("SOURCE_NAMESPACES must list the namespaces to mirror (comma separated) or '*'")
     delete_mode = env.get("DELETE_MODE", "keep").strip() or "keep"
     if delete_mode not in ("keep", "hard"):
         raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
-    source_mode = parse_mode(env.get("SOURCE_MODE", "").strip() or None, "SOURCE_MODE")
-    mirror_format = parse_format(env.get("MIRROR_FORMAT", "").strip() or None, "MIRROR_FORMAT")
     suffix = env.get("COW_NAMESPACE_SUFFIX", "_cow").strip()
     if not suffix:
         raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")
+    return {"source_namespaces": namespaces, "cow_suffix": suffix, "delete_mode": delete_mode,
+            "source_mode": parse_mode(env.get("SOURCE_MODE", "").strip() or None, "SOURCE_MODE"),
+            "mirror_format": parse_format(env.get("MIRROR_FORMAT", "").strip() or None, "MIRROR_FORMAT")}
+
+
+def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
+    env = os.environ if env is None else env
+    values = _required(env)
+    values.update(_what_to_mirror(env))
     return Settings(
-        source_namespaces=namespaces,
-        cow_suffix=suffix,
         cow_base_location=env.get("COW_BASE_LOCATION") or None,
         warehouse_location=env.get("WAREHOUSE_LOCATION") or None,
         quiet_period_s=_int(env, "QUIET_PERIOD_SECONDS", 120, 0),
         job_timeout_min=_int(env, "JOB_TIMEOUT_MINUTES", 180, 1),
         lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
-        delete_mode=delete_mode,
-        source_mode=source_mode,
         source_expiry_hours=_hours(env, "SOURCE_EXPIRY_HOURS"),
-        mirror_format=mirror_format,
         parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
         extra_jars=env.get("JOB_EXTRA_JARS", ""),

@@ -82,43 +82,17 @@ class MirrorWriter:
         """Write the change set as a staged snapshot on the mirror's current one; returns it, or
         None when the write changed nothing. A copy-on-write merge writes as core/pruning.py's
         cow_write says (without a global sort when that buys nothing)."""
-        from pyspark.sql import functions as F
-
         self.session.conf.set("spark.wap.id", marker.wap_id)
-        conf: Dict[str, str] = {}
-        partitions = None
-        if fmt == MirrorFormat.COW and not cs.rebuild and shape is not None:
-            target = mirror_target_bytes(mirror.properties)
-            plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
-            if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
-                conf[DISTRIBUTION_MODE] = "hash"
-                partitions = plan.partitions
-            if not plan.find_files:
-                conf[GROUP_FILTER] = "false"
+        conf, partitions = self._write_conf(cs, mirror, fmt, shape)
         for key, value in conf.items():
             self.session.conf.set(key, value)
         try:
             if cs.rebuild:
-                rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
-                # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
-                writer = rows.writeTo(self.mirror_q).option("use-table-distribution-and-ordering", "false")
-                if mirror.current_id is None:
-                    writer.append()
-                else:
-                    writer.overwrite(F.lit(True))
+                self._rebuild(cs, mirror)
             else:
-                view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
-                # The join takes its partitions from the change set's, when it is partitioned by key.
-                changes = cs.frame.repartition(partitions, F.col(KEY)) if partitions else cs.frame
-                changes.createOrReplaceTempView(view)
-                try:
-                    cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
-                    intervals = shape.intervals if shape is not None else None
-                    listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.intervals != ()
-                                      and keys is not None and len(keys) <= KEYS_LISTED) else None
-                    self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
-                finally:
-                    self.session.catalog.dropTempView(view)
+                listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.intervals != ()
+                                  and keys is not None and len(keys) <= KEYS_LISTED) else None
+                self._merge(cs, mirror, shape.intervals if shape is not None else None, listed, partitions)
         finally:
             self.session.conf.unset("spark.wap.id")
             for key in conf:
@@ -126,6 +100,47 @@ class MirrorWriter:
         after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
+
+    def _write_conf(self, cs: ChangeSet, mirror: TableState, fmt: MirrorFormat,
+                    shape: Optional[MergeShape]) -> Tuple[Dict[str, str], Optional[int]]:
+        """(session settings for the write, partitions of the change set for the join or None)."""
+        if fmt != MirrorFormat.COW or cs.rebuild or shape is None:
+            return {}, None
+        target = mirror_target_bytes(mirror.properties)
+        plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
+        conf: Dict[str, str] = {}
+        partitions = None
+        if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
+            conf[DISTRIBUTION_MODE] = "hash"
+            partitions = plan.partitions
+        if not plan.find_files:
+            conf[GROUP_FILTER] = "false"
+        return conf, partitions
+
+    def _rebuild(self, cs: ChangeSet, mirror: TableState) -> None:
+        from pyspark.sql import functions as F
+
+        rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
+        # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
+        writer = rows.writeTo(self.mirror_q).option("use-table-distribution-and-ordering", "false")
+        if mirror.current_id is None:
+            writer.append()
+        else:
+            writer.overwrite(F.lit(True))
+
+    def _merge(self, cs: ChangeSet, mirror: TableState, intervals: Optional[Tuple[Tuple[str, str], ...]],
+               listed: Optional[List[str]], partitions: Optional[int]) -> None:
+        from pyspark.sql import functions as F
+
+        view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
+        # The join takes its partitions from the change set's, when it is partitioned by key.
+        changes = cs.frame.repartition(partitions, F.col(KEY)) if partitions else cs.frame
+        changes.createOrReplaceTempView(view)
+        try:
+            cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
+            self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
+        finally:
+            self.session.catalog.dropTempView(view)
 
     def publish(self, staged: Snapshot, marker: Marker, counts: ChangeCounts, parent_rows: int,
                 rebuild: bool, fmt: MirrorFormat) -> None:
