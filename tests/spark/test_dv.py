@@ -98,13 +98,13 @@ def test_the_audit_refuses_a_staged_dv_snapshot_that_carries_an_equality_delete(
 
     def stage_with_an_equality_delete(self, cs, marker, mirror, fmt, shape=None, keys=None):
         staged = real_stage(self, cs, marker, mirror, fmt, shape, keys)
-        t = self.tables.load(self.ns, self.name)
+        t = self.catalog.load(self.ns, self.name)
         deletes = lake.writer._eq_delete_files(t, ["9"], TableModel(), [])
         delta = t.newRowDelta()
         for f in deletes:
             delta.addDeletes(f)
         delta.set("wap.id", marker.wap_id).stageOnly().commit()  # staged like a merge, with an equality delete
-        after = self.tables.state(self.ns, self.name)
+        after = self.catalog.state(self.ns, self.name)
         return max((s for s in after.snapshots if s.summary.get("wap.id") == marker.wap_id and
                     s.snapshot_id != staged.snapshot_id), key=lambda s: s.timestamp_ms)
 
