@@ -20,20 +20,9 @@ def core_modules():
 
 
 def imports_of(path):
-    """Every module a file imports (relative imports resolved inside olake_cow.core), wherever
-    the import statement is: at the top, in a function, or under TYPE_CHECKING."""
-    tree = ast.parse(open(path, encoding="utf-8").read(), path)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level == 0:
-                found.append(node.module or "")
-            else:
-                base = ["olake_cow", "core"][: 3 - node.level] if node.level <= 2 else []
-                found.append(".".join(base + ([node.module] if node.module else [])))
-    return found
+    """Every module a core file imports, wherever the import statement is: at the top, in a
+    function, or under TYPE_CHECKING."""
+    return resolved_imports(path, "olake_cow.core")
 
 
 def forbidden_imports():
