@@ -123,7 +123,7 @@ class Processes:
                 "files_read": sum(t["files_read"] for t in tables), "bytes_read": sum(t["bytes_read"] for t in tables),
                 "files_rewritten": sum(t["files_rewritten"] for t in tables),
                 "files_written": sum(t["files_written"] for t in tables),
-                "verify": [t.get("verify") for t in tables if t.get("verify")]}
+                "timings_s": _phases(tables), "verify": [t.get("verify") for t in tables if t.get("verify")]}
 
     def script(self, script: str, ns: str, tables: Sequence[str]) -> Dict[str, Any]:
         wall = self._run("script", self.dest_path, script, ns, ",".join(tables))
@@ -132,6 +132,15 @@ class Processes:
     def copy(self, ns: str, table: str) -> Dict[str, Any]:
         wall = self._run("copy", self.dest_path, ns, table)
         return {"s": round(wall - self.bare_s, 2), "wall_s": round(wall, 2)}
+
+
+def _phases(tables: Sequence[Dict[str, Any]]) -> Dict[str, float]:
+    """The job's own timings (planning, reading_changes, merging, committing, ...) over its tables."""
+    out: Dict[str, float] = {}
+    for t in tables:
+        for phase, secs in (t.get("timings_s") or {}).items():
+            out[phase] = round(out.get(phase, 0.0) + secs, 2)
+    return out
 
 
 def child(argv: List[str]) -> int:
@@ -356,7 +365,8 @@ class Bench:
                 raise SystemExit(f"bench: a mirror of {name} differs from its source")
         return out
 
-    def run(self) -> Dict[str, Any]:
+    def run(self, on_tier: Any = None) -> Dict[str, Any]:
+        """Every asked tier; `on_tier(tier, result)` after each (a stopped bench keeps what it measured)."""
         a = self.args
         out: Dict[str, Any] = {"bare_s": round(self.procs.measure_bare(a.starts), 2), "tiers": {}}
         for tier in a.tiers:
@@ -371,6 +381,8 @@ class Bench:
                 result = [self.fleet(int(n)) for n in a.fleet.split(",") if n]
             out["tiers"][tier] = {"workloads": result, "bare_s": out["bare_s"],
                                   "total_s": round(time.monotonic() - t0), "settings": _settings(a, tier)}
+            if on_tier:
+                on_tier(tier, out["tiers"][tier])
         return out
 
 
@@ -484,24 +496,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         return child(argv[1:])
     args = parse_args(argv)
     command = "make bench" + (f" BENCH_ARGS=\"{' '.join(argv)}\"" if argv else "")
-    work = tempfile.mkdtemp(prefix="olake-cow-bench-cold-")
-    try:
-        results = Bench(args, work).run()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     stored: Dict[str, Any] = {"tiers": {}}
     if os.path.exists(RESULTS) and not args.quick:
         with open(RESULTS, encoding="utf-8") as f:
             stored = json.load(f)
-    for tier, value in results["tiers"].items():
+
+    def keep(tier: str, value: Dict[str, Any]) -> None:
         value["command"] = command
         stored["tiers"][tier] = value
-    stored["targets"] = targets(stored["tiers"])
+        stored["targets"] = targets(stored["tiers"])
+        if not args.no_doc and not args.quick:
+            with open(RESULTS, "w", encoding="utf-8") as f:
+                json.dump(stored, f, indent=2)
+            write_doc(stored)
+
+    work = tempfile.mkdtemp(prefix="olake-cow-bench-cold-")
+    try:
+        Bench(args, work).run(keep)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print(markdown(stored))
-    if not args.no_doc and not args.quick:
-        with open(RESULTS, "w", encoding="utf-8") as f:
-            json.dump(stored, f, indent=2)
-        write_doc(stored)
     return 0
 
 
