@@ -18,7 +18,6 @@ Writes docs/bench.json, docs/bench.png and the results section of docs/BENCHMARK
     .venv/bin/python scripts/bench.py --quick            # small sizes: checks the harness
 """
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -35,6 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
 os.environ.setdefault("OLAKE_COW_DRIVER_MEMORY", "6g")
 
+from bench_cold import COLUMNS, md5_key, source_frame  # noqa: E402
 from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
@@ -42,8 +42,6 @@ from olake_cow.cli import main as job_main  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
 
 CATALOG = "bench"
-COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),
-           ("created", "timestamp"), ("customer", "string"), ("address", "string")]
 SYSTEMS = ("cow", "dv", "truncate", "script")
 MARKER_START, MARKER_END = "<!-- bench:results -->", "<!-- /bench:results -->"
 
@@ -78,11 +76,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return args
 
 
-def md5_key(i: int) -> str:
-    """OLake's key for a composite primary key (id, tenant): MD5 of the values, each followed by '|'."""
-    return hashlib.md5(f"{i}|t{i % 7}|".encode()).hexdigest()
-
-
 class Workload:
     """Identical OLake-like sources (one per system that needs its own), the same CDC batches on each."""
 
@@ -103,24 +96,7 @@ class Workload:
         return str(i) if self.key == "decimal" else md5_key(i)
 
     def backfill(self) -> None:
-        from pyspark.sql import functions as F
-
-        spark = self.bench.spark
-        key = (F.col("id").cast("string") if self.key == "decimal"
-               else F.md5(F.concat(F.col("id").cast("string"), F.lit("|t"), (F.col("id") % 7).cast("string"),
-                                   F.lit("|"))))
-        h = F.sha2(F.col("id").cast("string"), 256)  # row content that compresses like real data
-        df = spark.range(self.rows).select(
-            key.alias("_olake_id"), (F.rand(1) * 1000).cast("int").alias("v"), (F.rand(2) * 10000).alias("amount"),
-            F.element_at(F.array(*[F.lit(s) for s in ("new", "paid", "shipped", "done")]),
-                         (F.col("id") % 4 + 1).cast("int")).alias("status"),
-            F.concat(F.lit("note "), F.substring(h, 1, 24)).alias("note"),
-            (F.rand(3) * 1e9).cast("bigint").alias("qty"),
-            F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id")).alias("created"),
-            F.substring(h, 25, 16).alias("customer"),
-            F.concat(F.substring(h, 41, 24), F.lit(" street")).alias("address"),
-            F.lit("r").alias("_op_type"), F.current_timestamp().alias("_olake_timestamp"),
-            F.timestamp_seconds(F.lit(0)).alias("_cdc_timestamp"))
+        df = source_frame(self.bench.spark, self.rows, self.key)
         for writer in self.writers.values():
             writer.create_table("orders", COLUMNS)
             df.writeTo(qualified(CATALOG, writer.namespace, "orders")).append()

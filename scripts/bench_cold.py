@@ -83,6 +83,26 @@ def md5_key(i: int) -> str:
     return hashlib.md5(f"{i}|t{i % 7}|".encode()).hexdigest()
 
 
+def source_frame(spark: Any, rows: int, key: str) -> Any:
+    """`rows` OLake-shaped rows (a backfill): keys 0..rows-1 as `key` ("decimal" or "md5") writes them."""
+    from pyspark.sql import functions as F
+
+    k = (F.col("id").cast("string") if key == "decimal"
+         else F.md5(F.concat(F.col("id").cast("string"), F.lit("|t"), (F.col("id") % 7).cast("string"), F.lit("|"))))
+    h = F.sha2(F.col("id").cast("string"), 256)  # row content that compresses like real data
+    return spark.range(rows).select(
+        k.alias("_olake_id"), (F.rand(1) * 1000).cast("int").alias("v"), (F.rand(2) * 10000).alias("amount"),
+        F.element_at(F.array(*[F.lit(s) for s in ("new", "paid", "shipped", "done")]),
+                     (F.col("id") % 4 + 1).cast("int")).alias("status"),
+        F.concat(F.lit("note "), F.substring(h, 1, 24)).alias("note"),
+        (F.rand(3) * 1e9).cast("bigint").alias("qty"),
+        F.timestamp_seconds(F.lit(EPOCH_S) + F.col("id") * SPACING_S).alias("created"),
+        F.substring(h, 25, 16).alias("customer"),
+        F.concat(F.substring(h, 41, 24), F.lit(" street")).alias("address"),
+        F.lit("r").alias("_op_type"), F.current_timestamp().alias("_olake_timestamp"),
+        F.timestamp_seconds(F.lit(0)).alias("_cdc_timestamp"))
+
+
 # --- one process per run ----------------------------------------------------------------------------
 class Processes:
     """Starts each run as its own Python + JVM process and times it from the outside."""
@@ -198,25 +218,9 @@ class Source:
         return str(i) if self.key == "decimal" else md5_key(i)
 
     def backfill(self) -> None:
-        from pyspark.sql import functions as F
-
         from olake_cow.core.identifiers import qualified
 
-        key = (F.col("id").cast("string") if self.key == "decimal"
-               else F.md5(F.concat(F.col("id").cast("string"), F.lit("|t"), (F.col("id") % 7).cast("string"),
-                                   F.lit("|"))))
-        h = F.sha2(F.col("id").cast("string"), 256)  # row content that compresses like real data
-        df = self.spark.range(self.rows).select(
-            key.alias("_olake_id"), (F.rand(1) * 1000).cast("int").alias("v"), (F.rand(2) * 10000).alias("amount"),
-            F.element_at(F.array(*[F.lit(s) for s in ("new", "paid", "shipped", "done")]),
-                         (F.col("id") % 4 + 1).cast("int")).alias("status"),
-            F.concat(F.lit("note "), F.substring(h, 1, 24)).alias("note"),
-            (F.rand(3) * 1e9).cast("bigint").alias("qty"),
-            F.timestamp_seconds(F.lit(EPOCH_S) + F.col("id") * SPACING_S).alias("created"),
-            F.substring(h, 25, 16).alias("customer"),
-            F.concat(F.substring(h, 41, 24), F.lit(" street")).alias("address"),
-            F.lit("r").alias("_op_type"), F.current_timestamp().alias("_olake_timestamp"),
-            F.timestamp_seconds(F.lit(0)).alias("_cdc_timestamp"))
+        df = source_frame(self.spark, self.rows, self.key)
         for writer in self.writers:
             writer.create_table(self.table, COLUMNS, partition_by=self.partition_by)
             target = qualified(CATALOG, writer.namespace, self.table)
