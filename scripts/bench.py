@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
 os.environ.setdefault("OLAKE_COW_DRIVER_MEMORY", "6g")
 
-from bench_cold import COLUMNS, md5_key, source_frame  # noqa: E402
+from bench_cold import COLUMNS, md5_key, replace_section, source_frame  # noqa: E402
 from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 
@@ -365,15 +365,7 @@ def chart(r: Dict[str, Any], path: str) -> None:
 
 
 def write_doc(r: Dict[str, Any], command: str) -> None:
-    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    if MARKER_START not in text or MARKER_END not in text:
-        raise SystemExit(f"bench: {path} lacks the {MARKER_START} ... {MARKER_END} markers")
-    head, rest = text.split(MARKER_START, 1)
-    tail = rest.split(MARKER_END, 1)[1]
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(head + markdown(r, command) + tail)
+    replace_section(markdown(r, command), MARKER_START, MARKER_END)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -483,15 +483,21 @@ def markdown(results: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(results: Dict[str, Any]) -> None:
+def replace_section(section: str, start: str, end: str) -> None:
+    """Put `section` (which begins with `start` and ends with `end`) in place of the part of
+    docs/BENCHMARKS.md between those markers."""
     path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    if MARK_START not in text or MARK_END not in text:
-        raise SystemExit(f"bench: {path} lacks the {MARK_START} ... {MARK_END} markers")
-    head, rest = text.split(MARK_START, 1)
+    if start not in text or end not in text:
+        raise SystemExit(f"bench: {path} lacks the {start} ... {end} markers")
+    head, rest = text.split(start, 1)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(head + markdown(results) + rest.split(MARK_END, 1)[1])
+        f.write(head + section + rest.split(end, 1)[1])
+
+
+def write_doc(results: Dict[str, Any]) -> None:
+    replace_section(markdown(results), MARK_START, MARK_END)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -9,7 +9,7 @@ def close_change_set(catalog: IcebergCatalog, namespace: str, table: str, run_id
     new boundary's id. On a concurrent commit Iceberg retries on the new base, so the boundary's
     parent always holds exactly what was removed."""
     t = catalog.load(namespace, table)
-    always = catalog.jvm.org.apache.iceberg.expressions.Expressions.alwaysTrue()
+    always = catalog.iceberg.expressions.Expressions.alwaysTrue()
     t.newDelete().deleteFromRowFilter(always).set(BOUNDARY_KEY, run_id).commit()
     t.refresh()
     return int(t.currentSnapshot().snapshotId())

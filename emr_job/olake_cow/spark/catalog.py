@@ -2,7 +2,7 @@
 list namespaces and tables, and commit table properties and a staged snapshot with the checkpoint
 in one commit. File listings are in file_listing.py, the mirror's DDL in mirror_ddl.py."""
 import json
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.errors import TableNotFoundError
@@ -53,17 +53,26 @@ class IcebergCatalog:
         spark_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog)
         self.catalog = spark_catalog.icebergCatalog()
         self._idents: Dict[Tuple[str, str], JavaObject] = {}  # a run looks the same few tables up many times
+        self._iceberg: Optional[JavaObject] = None
+
+    @property
+    def iceberg(self) -> JavaObject:
+        """The org.apache.iceberg package, resolved once: each step of `jvm.org.apache.iceberg` is a
+        py4j round trip, and file listings use it per file."""
+        if self._iceberg is None:
+            self._iceberg = self.jvm.org.apache.iceberg
+        return self._iceberg
 
     def _namespace(self, namespace: str) -> JavaObject:
         arr = self.session.sparkContext._gateway.new_array(self.jvm.java.lang.String, 1)
         arr[0] = namespace
-        return self.jvm.org.apache.iceberg.catalog.Namespace.of(arr)
+        return self.iceberg.catalog.Namespace.of(arr)
 
     def ident(self, namespace: str, table: str) -> JavaObject:
         """The table's identifier (immutable on the Java side, so kept: four py4j calls each)."""
         found = self._idents.get((namespace, table))
         if found is None:
-            found = self.jvm.org.apache.iceberg.catalog.TableIdentifier.of(self._namespace(namespace), table)
+            found = self.iceberg.catalog.TableIdentifier.of(self._namespace(namespace), table)
             self._idents[(namespace, table)] = found
         return found
 
@@ -81,7 +90,7 @@ class IcebergCatalog:
         except TableNotFoundError:
             return MISSING
         meta = t.operations().current()
-        text = self.jvm.org.apache.iceberg.TableMetadataParser.toJson(meta)
+        text = self.iceberg.TableMetadataParser.toJson(meta)
         return state_from_metadata(json.loads(text), str(meta.metadataFileLocation()))
 
     def lists_by_prefix(self, namespace: str, table: str) -> bool:

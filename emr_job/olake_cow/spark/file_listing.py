@@ -57,7 +57,7 @@ class FileListing:
 
     @property
     def iceberg(self) -> JavaObject:
-        return self.catalog.jvm.org.apache.iceberg
+        return self.catalog.iceberg  # resolved once per catalog, on first use
 
     def added_data_sequence(self, namespace: str, table: str, snapshot_id: int) -> Optional[int]:
         """Data sequence number of the first data file a snapshot added (a rewrite gives all its

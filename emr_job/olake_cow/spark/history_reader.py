@@ -108,7 +108,7 @@ class HistoryReader(SnapshotReader):
 
     def _deleted_by_position(self, sets: TaskSets, iv: Interval, positional: Sequence[LiveFile], fresh: Set[str],
                              end_plan: Plan, cs: ChangeSet, bounds: List[Bounds]) -> List[DataFrame]:
-        held = held_files_with_new_deletes(positional, fresh, end_plan.paths())
+        held = held_files_with_new_deletes(positional, fresh, end_plan.paths()) if positional else []
         if not held:
             return []
         bounds.append((None, None))

@@ -45,7 +45,7 @@ class MirrorWriter:
 
     def __init__(self, session: Any, catalog: IcebergCatalog, ns: str, name: str, mirror_q: str,
                  result: TableResult) -> None:
-        self.session, self.catalog = session, catalog
+        self.session, self.catalog, self.files = session, catalog, FileListing(catalog)
         self.ns, self.name, self.mirror_q, self.result = ns, name, mirror_q, result
 
     def summarize(self, frame: DataFrame, most: Optional[int] = None) -> ChangeSummary:
@@ -69,7 +69,7 @@ class MirrorWriter:
         current = mirror.snapshot(mirror.current_id)
         if current is not None and current.summary_int(Summary.TOTAL_DATA_FILES) <= FILES_LISTED_DIRECTLY \
                 and mirror.key_field_id is not None:
-            files = FileListing(self.catalog).data_file_bounds(self.ns, self.name, mirror.key_field_id)
+            files = self.files.data_file_bounds(self.ns, self.name, mirror.key_field_id)
         else:
             metrics = f"readable_metrics.{quote(KEY)}"
             files = [FileBounds(r[0], r[1], r[2], int(r[3] or 0)) for r in self.session.sql(

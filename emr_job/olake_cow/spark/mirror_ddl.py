@@ -19,7 +19,7 @@ class MirrorDDL:
 
     @property
     def iceberg(self) -> JavaObject:
-        return self.catalog.jvm.org.apache.iceberg
+        return self.catalog.iceberg  # resolved once per catalog, on first use
 
     def create_mirror(self, source_ns: str, source: str, ns: str, table: str,
                       location: Optional[str], properties: Mapping[str, str]) -> None:
