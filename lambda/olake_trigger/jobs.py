@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Union
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.errors import ConfigError
 from olake_cow.core.job_request import JobRequest, job_argv
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS_KEY, driver_java_options
 from olake_cow.core.maintenance import MaintenanceOptions
 from olake_cow.core.modes import MirrorFormat, SourceMode
 
@@ -98,6 +99,13 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
         }},
         "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: opts.trigger},
     }
+    overrides: Dict[str, Any] = {}
     if monitoring:
-        request["configurationOverrides"] = {"monitoringConfiguration": monitoring}
+        overrides["monitoringConfiguration"] = monitoring
+    java = driver_java_options(settings.driver_java_options)
+    if java:  # spark-defaults, not sparkSubmitParameters: a value with spaces needs no quoting there
+        overrides["applicationConfiguration"] = [
+            {"classification": "spark-defaults", "properties": {DRIVER_JAVA_OPTIONS_KEY: java}}]
+    if overrides:
+        request["configurationOverrides"] = overrides
     return request

@@ -36,6 +36,7 @@ class Settings:
     iceberg_jar: str = "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
     extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
     spark_parameters: str = ""  # appended verbatim to sparkSubmitParameters
+    driver_java_options: str = ""  # the driver JVM's options: "" the job's short-run defaults, "none" none
     log_uri: Optional[str] = None  # S3 job logs
     log_group: Optional[str] = None  # CloudWatch job logs
     scheduler_group: str = "default"
@@ -116,6 +117,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
         extra_jars=env.get("JOB_EXTRA_JARS", ""),
         spark_parameters=env.get("JOB_SPARK_PARAMETERS", ""),
+        driver_java_options=env.get("JOB_DRIVER_JAVA_OPTIONS", ""),
         log_uri=env.get("JOB_LOG_S3_URI") or None,
         log_group=env.get("JOB_LOG_GROUP") or None,
         scheduler_group=env.get("SCHEDULER_GROUP") or "default",

@@ -1,4 +1,6 @@
 """Pure rules of the trigger: settings, S3 key mapping, the job request, summary metrics."""
+import os
+
 import pytest
 from olake_trigger import jobs
 from olake_trigger.decide import Tables
@@ -8,6 +10,7 @@ from olake_trigger.settings import from_env
 
 from olake_cow.core.config import parse_destination
 from olake_cow.core.errors import ConfigError
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS
 
 pytestmark = pytest.mark.unit
 
@@ -88,3 +91,26 @@ def test_per_table_points_stop_at_the_limit():
     assert any(p.table for p in summary_points(summary, "SUCCESS", 5))
     assert not any(p.table for p in summary_points(summary, "SUCCESS", 4))
     assert [p.value for p in summary_points(summary, "SUCCESS", 4) if p.name == "JobFailed"] == [0.0]
+
+
+@pytest.mark.parametrize("setting, expected", [
+    ("", DRIVER_JAVA_OPTIONS), ("none", None), ("-XX:+UseG1GC -Xss4m", "-XX:+UseG1GC -Xss4m")])
+def test_the_driver_gets_short_run_jvm_options_unless_told_otherwise(setting, expected):
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt"})
+    settings = from_env({**ENV, "JOB_DRIVER_JAVA_OPTIONS": setting})
+    req = jobs.start_job_run_request(settings, cfg, "sales", Tables(("a",)), "w", jobs.RunOptions("direct"))
+    apps = req.get("configurationOverrides", {}).get("applicationConfiguration", [])
+    found = [a["properties"].get("spark.driver.extraJavaOptions") for a in apps
+             if a["classification"] == "spark-defaults"]
+    assert found == ([expected] if expected else [])
+    assert "extraJavaOptions" not in req["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+
+
+def test_the_template_default_is_the_jobs_own():
+    """The template passes DriverJavaOptions through, empty by default: the trigger then uses the job's
+    own defaults (core/jvm.py), so the options have one home."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "template.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    assert "JOB_DRIVER_JAVA_OPTIONS: !Ref DriverJavaOptions" in text
+    param = text.split("\n  DriverJavaOptions:\n", 1)[1].splitlines()[:2]
+    assert param == ["    Type: String", '    Default: ""'], param

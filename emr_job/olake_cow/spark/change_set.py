@@ -7,7 +7,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 from ..core.errors import UnsupportedDeleteError
 from ..core.snapshots import Summary, TableState
 from .catalog import IcebergCatalog
-from .changes import ACTION, KEY, DataFrame, range_partitioned_latest, upsert_action
+from .changes import ACTION, KEY, DataFrame, latest_per_key, range_partitioned_latest, upsert_action
 from .file_listing import FileListing
 from .scan_tasks import FileRef, TaskSets
 
@@ -90,15 +90,22 @@ class SnapshotReader:
                           + snap.summary_int(Summary.TOTAL_POS_DELETES))
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ChangeSet:
-        """Every row of the snapshot, one per key, range-partitioned and sorted by key on the way
-        (the one shuffle serves the resolution and the mirror's sort order); not persisted: the
-        source is scanned once by the write, and its key column once for the ranges."""
+        """Every row of the snapshot, one per key: for an unpartitioned source range-partitioned and
+        sorted by key on the way (the one shuffle serves the resolution and the mirror's sort
+        order). Not persisted: the source is scanned once by the write, and for the ranges its key
+        column once more."""
         snap = self.source.state.snapshot(snapshot_id)
         size = snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap else 0
         records = snap.summary_int(Summary.TOTAL_RECORDS) if snap else 0
-        cores = int(self.session.sparkContext.defaultParallelism)
-        latest, _ = range_partitioned_latest(self.session, self._snapshot_rows(snapshot_id),
-                                             rebuild_partitions(size, self.target_file_bytes, cores), records)
+        rows = self._snapshot_rows(snapshot_id)
+        if self.source.state.partitioned:
+            # The mirror keeps the source's spec and is written by partition: key ranges would be
+            # shuffled away again, so no pass to sample them.
+            latest = latest_per_key(rows)
+        else:
+            cores = int(self.session.sparkContext.defaultParallelism)
+            latest, _ = range_partitioned_latest(self.session, rows,
+                                                 rebuild_partitions(size, self.target_file_bytes, cores), records)
         cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
                        notes=[note] if note and note != "first build" else [])
         self._whole_snapshot_io(snapshot_id, cs)

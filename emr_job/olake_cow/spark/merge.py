@@ -27,6 +27,7 @@ KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file prun
 KEYS_LISTED = 20_000
 DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
 GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
+PARALLELISM_FIRST = "spark.sql.adaptive.coalescePartitions.parallelismFirst"
 FILES_LISTED_DIRECTLY = 200  # mirrors of up to this many files: their bounds through Iceberg's API, no Spark job
 
 
@@ -84,6 +85,7 @@ class MirrorWriter:
         cow_write says (without a global sort when that buys nothing)."""
         self.session.conf.set("spark.wap.id", marker.wap_id)
         conf, partitions = self._write_conf(cs, mirror, fmt, shape)
+        before = {key: self.session.conf.get(key, None) for key in conf}
         for key, value in conf.items():
             self.session.conf.set(key, value)
         try:
@@ -95,8 +97,11 @@ class MirrorWriter:
                 self._merge(cs, mirror, shape.intervals if shape is not None else None, listed, partitions)
         finally:
             self.session.conf.unset("spark.wap.id")
-            for key in conf:
-                self.session.conf.unset(key)
+            for key, value in before.items():  # back to what the run set (unset would drop a launch setting)
+                if value is None:
+                    self.session.conf.unset(key)
+                else:
+                    self.session.conf.set(key, value)
         after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
@@ -104,6 +109,10 @@ class MirrorWriter:
     def _write_conf(self, cs: ChangeSet, mirror: TableState, fmt: MirrorFormat,
                     shape: Optional[MergeShape]) -> Tuple[Dict[str, str], Optional[int]]:
         """(session settings for the write, partitions of the change set for the join or None)."""
+        if cs.rebuild and mirror.partitioned:
+            # Written by partition (the table's distribution): sized by the advisory size alone, the
+            # whole mirror of a small table would be one task writing every partition's file.
+            return {PARALLELISM_FIRST: "true"}, None
         if fmt != MirrorFormat.COW or cs.rebuild or shape is None:
             return {}, None
         target = mirror_target_bytes(mirror.properties)
@@ -121,8 +130,12 @@ class MirrorWriter:
         from pyspark.sql import functions as F
 
         rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
-        # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
-        writer = rows.writeTo(self.mirror_q).option("use-table-distribution-and-ordering", "false")
+        writer = rows.writeTo(self.mirror_q)
+        if not mirror.partitioned:
+            # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
+            # A partitioned mirror takes the table's distribution (by partition): written as the key
+            # ranges are, every range would write a file into every partition it touches.
+            writer = writer.option("use-table-distribution-and-ordering", "false")
         if mirror.current_id is None:
             writer.append()
         else:
