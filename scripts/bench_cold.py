@@ -64,6 +64,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--script", metavar="PATH", help="OLake's published script (its blog text or a .py copy)")
     p.add_argument("--starts", type=int, default=3, help="bare Spark starts to measure (median; default 3)")
     p.add_argument("--memory", default="6g", help="driver memory of every process (default 6g)")
+    p.add_argument("--java-options", default="", metavar="OPTS",
+                   help="JVM options of every process: '' the job's short-run defaults (core/jvm.py), 'none' none")
     p.add_argument("--quick", action="store_true", help="small sizes: checks the harness, not the targets")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS.md and bench-cold.json")
     args = p.parse_args(argv)
@@ -107,10 +109,11 @@ def source_frame(spark: Any, rows: int, key: str) -> Any:
 class Processes:
     """Starts each run as its own Python + JVM process and times it from the outside."""
 
-    def __init__(self, work: str, dest_path: str, memory: str) -> None:
+    def __init__(self, work: str, dest_path: str, memory: str, java_options: str = "") -> None:
         self.work, self.dest_path = work, dest_path
         path = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
-        self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path))
+        self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path),
+                        OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options)
         self.bare_s = 0.0
 
     def _run(self, *args: str) -> float:
@@ -266,7 +269,7 @@ class Bench:
         self.dest_path = write_destination(os.path.join(work, "destination.json"), dest)
         self.root, self.cfg = local_session(dest, {"spark.sql.shuffle.partitions": "8"})
         self.spark = writer_session(self.root, self.cfg)
-        self.procs = Processes(work, self.dest_path, args.memory)
+        self.procs = Processes(work, self.dest_path, args.memory, args.java_options)
 
     def has(self, system: str) -> bool:
         return system in self.args.systems
@@ -396,7 +399,7 @@ def _line(results: Dict[str, Dict[str, Any]]) -> str:
 
 
 def _settings(a: argparse.Namespace, tier: str) -> Dict[str, Any]:
-    keep = ("changes", "recent", "cycles", "systems", "memory", "quick")
+    keep = ("changes", "recent", "cycles", "systems", "memory", "java_options", "quick")
     s = {k: getattr(a, k) for k in keep}
     s["rows"] = a.large_rows if tier == "large" else a.rows
     if tier == "fleet":

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
-from ..core.jvm import DRIVER_JAVA_OPTIONS, DRIVER_JAVA_OPTIONS_KEY
+from ..core.jvm import DRIVER_JAVA_OPTIONS_KEY, driver_java_options
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
@@ -79,8 +79,11 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
             "spark.sql.shuffle.partitions": "8",
             "spark.driver.memory": os.environ.get("OLAKE_COW_DRIVER_MEMORY", "2g"),
             "spark.sql.session.timeZone": "UTC",
-            DRIVER_JAVA_OPTIONS_KEY: DRIVER_JAVA_OPTIONS,  # short-run JIT and GC (core/jvm.py)
         })
+        # Short-run JIT and GC (core/jvm.py); OLAKE_COW_DRIVER_JAVA_OPTIONS as the trigger's setting.
+        java = driver_java_options(os.environ.get("OLAKE_COW_DRIVER_JAVA_OPTIONS", ""))
+        if java:
+            conf[DRIVER_JAVA_OPTIONS_KEY] = java
     classpath = [driver] if local and driver else []  # DriverManager only sees drivers on the system class path
     if local and _needs_aws(cfg, public):
         aws = local_aws_jars()
