@@ -339,12 +339,13 @@ def _run(s: RunSettings) -> Exit:
     failures: List[BaseException] = []
     try:
         session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
+        catalog = IcebergCatalog(session, cfg.catalog_name)  # the run's one, shared by its tables
         tables = s.tables
         if tables is None:
-            tables = IcebergCatalog(session, cfg.catalog_name).list_tables(job.source_namespace)
+            tables = catalog.list_tables(job.source_namespace)
         log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(tables), job.source_namespace,
                  job.cow_namespace, " (dry run)" if job.dry_run else "")
-        results = run_tables(session, cfg, job, tables)
+        results = run_tables(session, cfg, job, tables, catalog=catalog)
         summary["tables"] = [r.to_dict() for r in results]
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value

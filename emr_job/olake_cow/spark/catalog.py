@@ -44,16 +44,25 @@ def java_message(exc: BaseException) -> str:
 class IcebergCatalog:
     """One Spark session's Iceberg catalog, through Java: what Spark SQL cannot do atomically."""
 
-    def __init__(self, session: Any, catalog: str) -> None:
+    def __init__(self, session: Any, catalog: str, java_catalog: Optional[JavaObject] = None) -> None:
         self.session = session
         self.catalog_name = catalog
         self.jvm = session._jvm
         # Catalog plugins read the conf of the thread's active session, not of their owner.
         self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(session._jsparkSession)
-        spark_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog)
-        self.catalog = spark_catalog.icebergCatalog()
+        if java_catalog is None:
+            java_catalog = session._jsparkSession.sessionState().catalogManager().catalog(catalog).icebergCatalog()
+        self.catalog = java_catalog
         self._idents: Dict[Tuple[str, str], JavaObject] = {}  # a run looks the same few tables up many times
         self._iceberg: Optional[JavaObject] = None
+
+    def for_session(self, session: Any) -> "IcebergCatalog":
+        """The same Iceberg catalog for another session of the run (a table's): each session's own
+        would be made anew (its client, connection pool or file system), about 0.1-0.6 s a table
+        that an unchanged table would pay for nothing. Iceberg's catalogs are thread-safe."""
+        other = IcebergCatalog(session, self.catalog_name, self.catalog)
+        other._iceberg = self._iceberg
+        return other
 
     @property
     def iceberg(self) -> JavaObject:

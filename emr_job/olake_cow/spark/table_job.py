@@ -67,9 +67,12 @@ class TableJob:
         self.fmt = opts.mirror_format or DEFAULT_MIRROR_FORMAT
 
     @classmethod
-    def open(cls, root_session: Any, cfg: DestinationConfig, opts: JobOptions, table: str) -> "TableJob":
+    def open(cls, root_session: Any, cfg: DestinationConfig, opts: JobOptions, table: str,
+             shared: Optional[IcebergCatalog] = None) -> "TableJob":
+        """A job in its own session; `shared`: the run's catalog, which the job then uses too."""
         session = table_session(root_session, cfg)
-        return cls(session, IcebergCatalog(session, cfg.catalog_name), cfg, opts, table)
+        catalog = shared.for_session(session) if shared is not None else IcebergCatalog(session, cfg.catalog_name)
+        return cls(session, catalog, cfg, opts, table)
 
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
