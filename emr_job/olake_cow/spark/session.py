@@ -46,6 +46,23 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def _local_conf(master: Optional[str]) -> Dict[str, str]:
+    """What a local run sets where EMR has its own settings."""
+    conf = {
+        "spark.master": master or "local[*]",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.driver.memory": os.environ.get("OLAKE_COW_DRIVER_MEMORY", "2g"),
+        "spark.sql.session.timeZone": "UTC",
+    }
+    # Short-run JIT and GC (core/jvm.py); OLAKE_COW_DRIVER_JAVA_OPTIONS as the trigger's setting.
+    java = driver_java_options(os.environ.get("OLAKE_COW_DRIVER_JAVA_OPTIONS", ""))
+    if java:
+        conf[DRIVER_JAVA_OPTIONS_KEY] = java
+    return conf
+
+
 def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = None,
                 extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """Public Spark configuration for the run (no secret values)."""
@@ -72,18 +89,7 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
         jars.append(driver)
     if local:
         jars.insert(0, local_iceberg_jar())
-        conf.update({
-            "spark.master": master or "local[*]",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "8",
-            "spark.driver.memory": os.environ.get("OLAKE_COW_DRIVER_MEMORY", "2g"),
-            "spark.sql.session.timeZone": "UTC",
-        })
-        # Short-run JIT and GC (core/jvm.py); OLAKE_COW_DRIVER_JAVA_OPTIONS as the trigger's setting.
-        java = driver_java_options(os.environ.get("OLAKE_COW_DRIVER_JAVA_OPTIONS", ""))
-        if java:
-            conf[DRIVER_JAVA_OPTIONS_KEY] = java
+        conf.update(_local_conf(master))
     classpath = [driver] if local and driver else []  # DriverManager only sees drivers on the system class path
     if local and _needs_aws(cfg, public):
         aws = local_aws_jars()
