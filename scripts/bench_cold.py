@@ -240,8 +240,8 @@ class Source:
             kind = n % 10
             if kind < 6:
                 rows.append(self._row(i, "u"))
-            elif kind < 7:
-                rows.append({"_olake_id": self.key_of(i), "_op_type": "d"})
+            elif kind < 7 or (kind < 8 and self.partition_by):
+                rows.append(self._tombstone(i))
             elif kind < 8:
                 pure.append(self.key_of(i))
             else:
@@ -249,6 +249,17 @@ class Source:
                 self.next_id += 1
         for writer in self.writers:
             writer.commit(self.table, rows, pure_deletes=pure)
+
+    def _tombstone(self, i: int) -> Dict[str, Any]:
+        """A delete. In a partitioned source it carries the row's partition column (a before-image, as
+        OLake's delete events from a full replica identity or the binlog do): the writer puts an
+        equality delete in the partition of the row it names, and Iceberg applies it only there.
+        The bench's backfill bypasses the writer's row model, so a delete without it would land in
+        the null partition and remove nothing. Partitioned sources get no pure deletes for that reason."""
+        row: Dict[str, Any] = {"_olake_id": self.key_of(i), "_op_type": "d"}
+        if self.partition_by:
+            row["created"] = dt.datetime.fromtimestamp(EPOCH_S + i * SPACING_S, tz=dt.timezone.utc)
+        return row
 
     def _row(self, i: int, op: str) -> Dict[str, Any]:
         r = self.rng
