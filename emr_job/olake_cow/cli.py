@@ -345,7 +345,7 @@ def _run(s: RunSettings) -> Exit:
             tables = catalog.list_tables(job.source_namespace)
         log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(tables), job.source_namespace,
                  job.cow_namespace, " (dry run)" if job.dry_run else "")
-        results = run_tables(session, cfg, job, tables, catalog=catalog)
+        results = run_tables(session, cfg, job, tables, catalog)
         summary["tables"] = [r.to_dict() for r in results]
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value

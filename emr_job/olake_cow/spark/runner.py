@@ -18,15 +18,14 @@ log = logging.getLogger("olake_cow")
 
 
 def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
-               on_result: Optional[Callable[[TableResult], None]] = None,
-               catalog: Optional[IcebergCatalog] = None) -> List[TableResult]:
-    """Every table's result. `catalog`: the run's (made here when not given), shared by the tables."""
+               catalog: IcebergCatalog,
+               on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
+    """Every table's result; `catalog` is the run's, shared by its tables."""
     secrets = cfg.secret_values()
-    shared = catalog if catalog is not None else IcebergCatalog(root_session, cfg.catalog_name)
 
     def one(table: str) -> TableResult:
         try:
-            job = TableJob.open(root_session, cfg, opts, table, shared)
+            job = TableJob.open(root_session, cfg, opts, table, catalog)
         except Exception as exc:  # noqa: BLE001 - reported per table
             res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
             return _fail(res, exc, secrets)

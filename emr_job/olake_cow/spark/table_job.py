@@ -68,11 +68,10 @@ class TableJob:
 
     @classmethod
     def open(cls, root_session: Any, cfg: DestinationConfig, opts: JobOptions, table: str,
-             shared: Optional[IcebergCatalog] = None) -> "TableJob":
-        """A job in its own session; `shared`: the run's catalog, which the job then uses too."""
+             shared: IcebergCatalog) -> "TableJob":
+        """A job in its own session, using the run's catalog (`shared`)."""
         session = table_session(root_session, cfg)
-        catalog = shared.for_session(session) if shared is not None else IcebergCatalog(session, cfg.catalog_name)
-        return cls(session, catalog, cfg, opts, table)
+        return cls(session, shared.for_session(session), cfg, opts, table)
 
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
