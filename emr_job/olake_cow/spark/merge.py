@@ -109,15 +109,16 @@ class MirrorWriter:
     def _write_conf(self, cs: ChangeSet, mirror: TableState, fmt: MirrorFormat,
                     shape: Optional[MergeShape]) -> Tuple[Dict[str, str], Optional[int]]:
         """(session settings for the write, partitions of the change set for the join or None)."""
-        if cs.rebuild and mirror.partitioned:
-            # Written by partition (the table's distribution): sized by the advisory size alone, the
-            # whole mirror of a small table would be one task writing every partition's file.
-            return {PARALLELISM_FIRST: "true"}, None
+        conf: Dict[str, str] = {}
+        if mirror.partitioned and (cs.rebuild or fmt == MirrorFormat.COW):
+            # Written by partition (the table's distribution): sized by the advisory size alone, a
+            # mirror of a few hundred MB is one task sorting and writing every partition's file (1M
+            # rows in 16 buckets, a cow merge's write: 16 s in one task, 7.7 s in three).
+            conf[PARALLELISM_FIRST] = "true"
         if fmt != MirrorFormat.COW or cs.rebuild or shape is None:
-            return {}, None
+            return conf, None
         target = mirror_target_bytes(mirror.properties)
         plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
-        conf: Dict[str, str] = {}
         partitions = None
         if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
             conf[DISTRIBUTION_MODE] = "hash"
