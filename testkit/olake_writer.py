@@ -44,6 +44,10 @@ class OlakeWriter:
         self._history: Dict[str, Dict[int, List[Dict[str, Any]]]] = {}
         self._lock = threading.Lock()
         self.delete_modes: Dict[str, str] = {}  # table -> equality | position | dv
+        # Where an equality delete goes in a partitioned table: "row", the partition of the row it
+        # removes (Iceberg's scope); "record", the partition of the record carrying the change, as
+        # OLake's writers route it (a row whose partition changed stays visible to Iceberg readers).
+        self.deletes_in = "row"
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -240,7 +244,8 @@ class OlakeWriter:
 
     def _eq_delete_files(self, t, keys: List[str], model: TableModel,
                          batch: List[Dict[str, Any]]) -> list:
-        """Equality deletes, written in the partition of the row they must remove."""
+        """Equality deletes, written in the partition of the row they must remove (or, with
+        `deletes_in="record"`, of the batch's record for the key)."""
         if not keys:
             return []
         jvm = self.spark._jvm
@@ -256,7 +261,9 @@ class OlakeWriter:
             source_cols = [str(schema.findColumnName(f.sourceId())) for f in spec.fields()]
             wrapper = jvm.org.apache.iceberg.data.InternalRecordWrapper(schema.asStruct())
             for k in keys:
-                old = model.rows.get(k) or latest.get(k) or {"_olake_id": k}
+                row, record = model.rows.get(k), latest.get(k)
+                old = (record or row) if self.deletes_in == "record" else (row or record)
+                old = old or {"_olake_id": k}
                 rec = jvm.org.apache.iceberg.data.GenericRecord.create(schema)
                 for c in source_cols:
                     rec.setField(c, self._java_value(schema.findType(c), old.get(c)))
