@@ -37,6 +37,7 @@ class Settings:
     extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
     spark_parameters: str = ""  # appended verbatim to sparkSubmitParameters
     driver_java_options: str = ""  # the driver JVM's options: "" the job's short-run defaults, "none" none
+    class_archive: str = ""  # the driver's class archive in the job image (core/jvm.py); "" none
     log_uri: Optional[str] = None  # S3 job logs
     log_group: Optional[str] = None  # CloudWatch job logs
     scheduler_group: str = "default"
@@ -102,6 +103,13 @@ def _what_to_mirror(env: Mapping[str, str]) -> Dict[str, Any]:
             "mirror_format": parse_format(env.get("MIRROR_FORMAT", "").strip() or None, "MIRROR_FORMAT")}
 
 
+def _archive(env: Mapping[str, str]) -> str:
+    path = env.get("JOB_CLASS_ARCHIVE", "").strip()
+    if path and (not path.startswith("/") or any(c.isspace() for c in path)):
+        raise ConfigError(f"JOB_CLASS_ARCHIVE {path!r}: give an absolute path in the job image, without spaces")
+    return path
+
+
 def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     env = os.environ if env is None else env
     values = _required(env)
@@ -118,6 +126,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         extra_jars=env.get("JOB_EXTRA_JARS", ""),
         spark_parameters=env.get("JOB_SPARK_PARAMETERS", ""),
         driver_java_options=env.get("JOB_DRIVER_JAVA_OPTIONS", ""),
+        class_archive=_archive(env),
         log_uri=env.get("JOB_LOG_S3_URI") or None,
         log_group=env.get("JOB_LOG_GROUP") or None,
         scheduler_group=env.get("SCHEDULER_GROUP") or "default",

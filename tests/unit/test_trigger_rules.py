@@ -114,3 +114,42 @@ def test_the_template_default_is_the_jobs_own():
     assert "JOB_DRIVER_JAVA_OPTIONS: !Ref DriverJavaOptions" in text
     param = text.split("\n  DriverJavaOptions:\n", 1)[1].splitlines()[:2]
     assert param == ["    Type: String", '    Default: ""'], param
+
+
+def _driver_options(env: dict) -> list:
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt"})
+    req = jobs.start_job_run_request(from_env({**ENV, **env}), cfg, "sales", Tables(("a",)), "w",
+                                     jobs.RunOptions("direct"))
+    apps = req.get("configurationOverrides", {}).get("applicationConfiguration", [])
+    return [a["properties"].get("spark.driver.extraJavaOptions") for a in apps
+            if a["classification"] == "spark-defaults"]
+
+
+@pytest.mark.parametrize("options, expected", [
+    ("", DRIVER_JAVA_OPTIONS + " -XX:SharedArchiveFile=/usr/lib/olake-cow/driver.jsa"),
+    ("none", "-XX:SharedArchiveFile=/usr/lib/olake-cow/driver.jsa")])
+def test_a_job_image_with_a_class_archive_gives_the_driver_its_archive(options, expected):
+    env = {"JOB_DRIVER_JAVA_OPTIONS": options, "JOB_CLASS_ARCHIVE": "/usr/lib/olake-cow/driver.jsa"}
+    assert _driver_options(env) == [expected]
+
+
+@pytest.mark.parametrize("path", ["driver.jsa", "/usr/lib/olake cow/driver.jsa"])
+def test_a_class_archive_path_must_be_absolute_and_without_spaces(path):
+    with pytest.raises(ConfigError, match="JOB_CLASS_ARCHIVE"):
+        from_env({**ENV, "JOB_CLASS_ARCHIVE": path})
+
+
+def test_the_template_gives_the_archive_only_with_the_job_image():
+    """ImageUri (infra/image) sets the application's image and the archive's path; without it EMR's
+    own image is used and the driver gets no archive option."""
+    from testkit.template import load_template
+
+    t = load_template()
+    env = t["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["JOB_CLASS_ARCHIVE"] == {"Fn::If": ["HasImage", "/usr/lib/olake-cow/driver.jsa", ""]}
+    image = t["Resources"]["Application"]["Properties"]["ImageConfiguration"]
+    assert image == {"Fn::If": ["HasImage", {"ImageUri": {"Ref": "ImageUri"}}, {"Ref": "AWS::NoValue"}]}
+    assert t["Parameters"]["ImageUri"]["Default"] == ""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "infra", "image", "Dockerfile"),
+              encoding="utf-8") as f:
+        assert "ArchiveClassesAtExit=/usr/lib/olake-cow/driver.jsa" in f.read()

@@ -19,3 +19,14 @@ def driver_java_options(setting: str) -> str:
     if not value:
         return DRIVER_JAVA_OPTIONS
     return "" if value.lower() == NONE else value
+
+
+def class_archive_option(path: str, exists: bool) -> str:
+    """The driver's class data sharing option for an archive at `path` (Java 17, a dynamic archive):
+    use it when it `exists`, else write it when the JVM exits (a training run). Classes are
+    archived already parsed and verified, so a run loads Spark's and Iceberg's classes from it
+    instead of from the jars. A JVM whose class path or build differs from the archive's warns and
+    runs without it: the archive can make a run slower never, wrong never."""
+    if not path or any(c.isspace() for c in path):
+        raise ValueError(f"class archive path {path!r}: give a path without spaces")
+    return f"-XX:{'SharedArchiveFile' if exists else 'ArchiveClassesAtExit'}={path}"

@@ -11,9 +11,11 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
-from ..core.jvm import DRIVER_JAVA_OPTIONS_KEY, driver_java_options
+from ..core.jvm import DRIVER_JAVA_OPTIONS_KEY, class_archive_option, driver_java_options
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+# A driver class archive for local runs (core/jvm.py): e.g. what `make bench` trains.
+CLASS_ARCHIVE_ENV = "OLAKE_COW_CLASS_ARCHIVE"
 REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
 
 
@@ -58,9 +60,31 @@ def _local_conf(master: Optional[str]) -> Dict[str, str]:
     }
     # Short-run JIT and GC (core/jvm.py); OLAKE_COW_DRIVER_JAVA_OPTIONS as the trigger's setting.
     java = driver_java_options(os.environ.get("OLAKE_COW_DRIVER_JAVA_OPTIONS", ""))
+    archive = os.environ.get(CLASS_ARCHIVE_ENV, "")
+    if archive:  # used when it exists, else written when this JVM exits (core/jvm.py)
+        try:
+            java = f"{java} {class_archive_option(archive, os.path.exists(archive))}".strip()
+        except ValueError as exc:
+            raise ConfigError(f"{CLASS_ARCHIVE_ENV}: {exc}") from exc
     if java:
         conf[DRIVER_JAVA_OPTIONS_KEY] = java
     return conf
+
+
+def _local_class_path(cfg: DestinationConfig, public: Mapping[str, str], iceberg: str,
+                      driver: Optional[str]) -> List[str]:
+    """The local driver's system class path: what a class loader of Spark's own cannot serve."""
+    classpath = [driver] if driver else []  # DriverManager only sees drivers on the system class path
+    if os.environ.get(CLASS_ARCHIVE_ENV):
+        # Only the JVM's own class loaders' classes are archived: Iceberg's too when it is on the system class path.
+        classpath.insert(0, iceberg)
+    if _needs_aws(cfg, public):
+        aws = local_aws_jars()
+        if not aws:
+            raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs the AWS SDK v2 jars in local runs: "
+                              "run make setup (scripts/aws_jars.py) or set OLAKE_COW_AWS_JARS to a folder of them")
+        classpath += aws  # on the system class path too: the SDK finds its HTTP clients by ServiceLoader
+    return classpath
 
 
 def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = None,
@@ -90,13 +114,7 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
     if local:
         jars.insert(0, local_iceberg_jar())
         conf.update(_local_conf(master))
-    classpath = [driver] if local and driver else []  # DriverManager only sees drivers on the system class path
-    if local and _needs_aws(cfg, public):
-        aws = local_aws_jars()
-        if not aws:
-            raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs the AWS SDK v2 jars in local runs: "
-                              "run make setup (scripts/aws_jars.py) or set OLAKE_COW_AWS_JARS to a folder of them")
-        classpath += aws  # on the system class path too: the SDK finds its HTTP clients by ServiceLoader
+    classpath = _local_class_path(cfg, public, jars[0], driver) if local else []
     if jars:
         conf["spark.jars"] = ",".join(jars)
     if classpath:

@@ -1,0 +1,46 @@
+"""The driver's class archive option (core/jvm.py) and how a local launch uses it."""
+import pytest
+
+from olake_cow.core.config import parse_destination
+from olake_cow.core.errors import ConfigError
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, class_archive_option
+from olake_cow.spark.session import CLASS_ARCHIVE_ENV, launch_conf
+
+pytestmark = pytest.mark.unit
+CFG = parse_destination({"catalog_type": "hadoop", "iceberg_s3_path": "file:/tmp/wh"})
+
+
+def test_an_archive_is_used_when_it_exists_and_written_at_exit_when_not():
+    assert class_archive_option("/a/driver.jsa", exists=True) == "-XX:SharedArchiveFile=/a/driver.jsa"
+    assert class_archive_option("/a/driver.jsa", exists=False) == "-XX:ArchiveClassesAtExit=/a/driver.jsa"
+
+
+@pytest.mark.parametrize("path", ["", "/a b/driver.jsa", "/a/driver.jsa\t"])
+def test_an_archive_path_with_spaces_is_refused(path):
+    with pytest.raises(ValueError, match="archive path"):
+        class_archive_option(path, exists=True)
+
+
+def test_a_local_launch_with_an_archive_puts_iceberg_on_the_drivers_own_class_path(monkeypatch, tmp_path):
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"x")
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, str(archive))
+    monkeypatch.delenv("OLAKE_COW_DRIVER_JAVA_OPTIONS", raising=False)
+    conf = launch_conf(CFG, local=True)
+    assert conf["spark.driver.extraJavaOptions"] == f"{DRIVER_JAVA_OPTIONS} -XX:SharedArchiveFile={archive}"
+    iceberg = conf["spark.jars"].split(",")[0]
+    assert conf["spark.driver.extraClassPath"].split(":")[0] == iceberg
+
+
+def test_a_local_launch_without_an_archive_is_as_before(monkeypatch):
+    monkeypatch.delenv(CLASS_ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv("OLAKE_COW_DRIVER_JAVA_OPTIONS", raising=False)
+    conf = launch_conf(CFG, local=True)
+    assert conf["spark.driver.extraJavaOptions"] == DRIVER_JAVA_OPTIONS
+    assert "spark.driver.extraClassPath" not in conf
+
+
+def test_a_bad_archive_setting_is_a_config_error(monkeypatch):
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, "/a b/driver.jsa")
+    with pytest.raises(ConfigError, match=CLASS_ARCHIVE_ENV):
+        launch_conf(CFG, local=True)
