@@ -28,5 +28,5 @@ def class_archive_option(path: str, exists: bool) -> str:
     instead of from the jars. A JVM whose class path or build differs from the archive's warns and
     runs without it: the archive can make a run slower never, wrong never."""
     if not path or any(c.isspace() for c in path):
-        raise ValueError(f"class archive path {path!r}: give a path without spaces")
+        raise ValueError(f"class archive path {path!r}: give a non-empty path without spaces")
     return f"-XX:{'SharedArchiveFile' if exists else 'ArchiveClassesAtExit'}={path}"
