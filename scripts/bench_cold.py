@@ -118,10 +118,12 @@ class Processes:
     def __init__(self, work: str, dest_path: str, memory: str, java_options: str = "", archive: str = "") -> None:
         self.work, self.dest_path = work, dest_path
         path = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
+        from olake_cow.spark.session import CLASS_ARCHIVE_ENV
+
         self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path),
-                        OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options, OLAKE_COW_CLASS_ARCHIVE=archive)
+                        OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options, **{CLASS_ARCHIVE_ENV: archive})
         # OLake's script as it is run: Spark's stock driver JVM (no short-run options, no class archive)
-        self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none", OLAKE_COW_CLASS_ARCHIVE="")
+        self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none", **{CLASS_ARCHIVE_ENV: ""})
         self.bare_s = self.stock_bare_s = 0.0
 
     def _run(self, *args: str, stock: bool = False) -> float:

@@ -23,7 +23,6 @@ from typing import List, Optional
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
 
-ENV = "OLAKE_COW_CLASS_ARCHIVE"
 PID = "driver-jvm-pid="  # how the training run tells which JVM writes the archive
 WAIT_S = 300  # the JVM writes the archive when it exits: about 20-40 s
 
@@ -77,7 +76,9 @@ def train(out: str, quiet: bool = True) -> float:
     work = tempfile.mkdtemp(prefix="olake-cow-class-archive-")
     t0 = time.monotonic()
     try:
-        env = dict(os.environ, **{ENV: out})
+        from olake_cow.spark.session import CLASS_ARCHIVE_ENV
+
+        env = dict(os.environ, **{CLASS_ARCHIVE_ENV: out})
         done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", work], env=env,
                               capture_output=True, text=True)
         if done.returncode != 0:
@@ -104,8 +105,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="class_archive", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="where to write the archive (a path without spaces)")
     args = p.parse_args(argv)
-    if any(c.isspace() for c in args.out):
-        p.error(f"out: {args.out!r}: give a path without spaces")
+    from olake_cow.core.jvm import class_archive_option
+
+    try:
+        class_archive_option(args.out, exists=False)  # the one check of an archive path
+    except ValueError as exc:
+        p.error(str(exc))
     train(args.out, quiet=False)
     return 0
 
