@@ -214,6 +214,27 @@ def test_idle_run_commits_nothing(lake):
     assert before[1].metadata_location == after[1].metadata_location
 
 
+def test_only_a_table_with_work_opens_a_spark_session(lake, monkeypatch):
+    """An unchanged table is settled from its metadata through the run's catalog: in a namespace
+    of hundreds of tables, an idle table must not pay for a Spark session of its own."""
+    from olake_cow.spark import table_job
+
+    make(lake, "t")
+    make(lake, "u")
+    assert lake.run() == 0
+    opened = []
+    real = table_job.table_session
+    monkeypatch.setattr(table_job, "table_session", lambda *a: opened.append(1) or real(*a))
+    assert lake.run() == 0
+    assert opened == []
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300, "s": "x"},
+                             {"_olake_id": "4", "_op_type": "d"}])
+    assert lake.run() == 0
+    assert opened == [1]
+    lake.assert_mirror_matches("t")
+    lake.assert_mirror_matches("u")
+
+
 def test_recreated_source_rebuilds_the_mirror(lake):
     recreated_source(lake)
 

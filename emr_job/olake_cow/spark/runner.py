@@ -8,7 +8,6 @@ from typing import Any, Callable, List, Optional
 
 from ..core.config import DestinationConfig, redact
 from ..core.errors import OlakeCowError
-from ..core.identifiers import MIRROR_SUFFIX
 from ..core.options import JobOptions
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
@@ -24,11 +23,7 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
     secrets = cfg.secret_values()
 
     def one(table: str) -> TableResult:
-        try:
-            job = TableJob.open(root_session, cfg, opts, table, catalog)
-        except Exception as exc:  # noqa: BLE001 - reported per table
-            res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
-            return _fail(res, exc, secrets)
+        job = TableJob(root_session, catalog, cfg, opts, table)
         try:
             res = job.run()
         except Exception as exc:  # noqa: BLE001 - reported per table

@@ -7,7 +7,7 @@ maintenance.py, verify.py.
 """
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Tuple, Type, Union
 
 from ..core import steps
@@ -51,35 +51,60 @@ class _Clock:
         self.result.add_time(self.phase, time.monotonic() - self.t0)
 
 
-class TableJob:
-    """Brings one mirror up to date with its source table. The constructor only names things;
-    `open` gives a job its own Spark session and catalog."""
+@dataclass(frozen=True)
+class _Own:
+    """What a table opens for itself when it has work: its session, catalog and writer."""
+    session: Any
+    catalog: IcebergCatalog
+    writer: MirrorWriter
 
-    def __init__(self, session: Any, catalog: IcebergCatalog, cfg: DestinationConfig, opts: JobOptions,
+
+class TableJob:
+    """Brings one mirror up to date with its source table. The constructor only names things; the
+    job's own Spark session (and the catalog bound to it) is opened on first use: a table whose
+    metadata says there is nothing to do never opens one. Metadata is read through the run's
+    catalog (`shared`), which needs no session of the table's."""
+
+    def __init__(self, root_session: Any, shared: IcebergCatalog, cfg: DestinationConfig, opts: JobOptions,
                  table: str) -> None:
         self.cfg, self.opts, self.table = cfg, opts, table
-        self.session, self.catalog = session, catalog
+        self._root, self._shared = root_session, shared
+        self._own: Optional[_Own] = None
         self.mirror = f"{table}{MIRROR_SUFFIX}"
         self.source_q = qualified(cfg.catalog_name, opts.source_namespace, table)
         self.mirror_q = qualified(cfg.catalog_name, opts.cow_namespace, self.mirror)
         self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}")
-        self.writer = MirrorWriter(session, catalog, opts.cow_namespace, self.mirror, self.mirror_q, self.result)
         self.fmt = opts.mirror_format or DEFAULT_MIRROR_FORMAT
 
-    @classmethod
-    def open(cls, root_session: Any, cfg: DestinationConfig, opts: JobOptions, table: str,
-             shared: IcebergCatalog) -> "TableJob":
-        """A job in its own session, using the run's catalog (`shared`)."""
-        session = table_session(root_session, cfg)
-        return cls(session, shared.for_session(session), cfg, opts, table)
+    def _opened(self) -> "_Own":
+        if self._own is None:
+            session = table_session(self._root, self.cfg)
+            catalog = self._shared.for_session(session)
+            self._own = _Own(session, catalog, MirrorWriter(session, catalog, self.opts.cow_namespace, self.mirror,
+                                                            self.mirror_q, self.result))
+        return self._own
+
+    @property
+    def session(self) -> Any:
+        """The table's own Spark session (own SQL conf, temp views, WAP id)."""
+        return self._opened().session
+
+    @property
+    def catalog(self) -> IcebergCatalog:
+        """The run's catalog bound to the table's session: for commits and SQL."""
+        return self._opened().catalog
+
+    @property
+    def writer(self) -> MirrorWriter:
+        return self._opened().writer
 
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
 
     def states(self) -> Tuple[TableState, TableState]:
         with _Clock(self.result, "planning"):
-            return (self.catalog.state(self.opts.source_namespace, self.table),
-                    self.catalog.state(self.opts.cow_namespace, self.mirror))
+            return (self._shared.state(self.opts.source_namespace, self.table),
+                    self._shared.state(self.opts.cow_namespace, self.mirror))
 
     def run(self) -> TableResult:
         started = time.monotonic()
@@ -99,7 +124,7 @@ class TableJob:
             if upgrade and not self.opts.dry_run:
                 self._mirror_table(mode).upgrade_to_dv()
                 self.result.notes.append("upgraded the mirror in place to format version 3 (dv)")
-                mirror = self.catalog.state(self.opts.cow_namespace, self.mirror)
+                mirror = self._shared.state(self.opts.cow_namespace, self.mirror)
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
@@ -170,7 +195,7 @@ class TableJob:
             with _Clock(self.result, "merging"):
                 merge = replace(merge, rebuild=self._mirror_table(changes.mode).prepare(mirror, merge.rebuild)
                                 or merge.rebuild)
-            mirror = self.catalog.state(self.opts.cow_namespace, self.mirror)
+            mirror = self._shared.state(self.opts.cow_namespace, self.mirror)
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
         if isinstance(step, steps.Publish) and merge.rebuild:
