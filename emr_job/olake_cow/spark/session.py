@@ -128,6 +128,9 @@ def build_session(cfg: DestinationConfig, app_name: str, master: Optional[str] =
                   extra: Optional[Mapping[str, str]] = None) -> Any:  # a SparkSession
     from pyspark.sql import SparkSession
 
+    from . import py4j_names
+
+    py4j_names.install()  # before PySpark resolves its own Java names
     local = not under_spark_submit()
     builder = SparkSession.builder.appName(app_name)
     for key, value in launch_conf(cfg, local, master, extra).items():
