@@ -8,6 +8,7 @@ from typing import Any, Callable, List, Optional
 
 from ..core.config import DestinationConfig, redact
 from ..core.errors import OlakeCowError
+from ..core.identifiers import MIRROR_SUFFIX
 from ..core.options import JobOptions
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
@@ -23,7 +24,11 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
     secrets = cfg.secret_values()
 
     def one(table: str) -> TableResult:
-        job = TableJob(root_session, catalog, cfg, opts, table)
+        try:
+            job = TableJob(root_session, catalog, cfg, opts, table)
+        except Exception as exc:  # noqa: BLE001 - reported per table (a name the catalog cannot take)
+            res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
+            return _fail(res, exc, secrets)
         try:
             res = job.run()
         except Exception as exc:  # noqa: BLE001 - reported per table
