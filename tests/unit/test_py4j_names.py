@@ -65,6 +65,15 @@ def test_python_protocol_names_never_reach_the_jvm(client):
     assert client.asked.count("org.__deepcopy__") == 0
 
 
+def test_another_gateway_resolves_its_own_names(client):
+    """A process that starts a new JVM (a new gateway) must not get the old JVM's classes."""
+    first = gateway.JVMView(client, "jvm", id="rj").java.lang.Thread
+    other = FakeClient()
+    second = gateway.JVMView(other, "jvm", id="rj").java.lang.Thread
+    assert other.asked == ["java", "java.lang", "java.lang.Thread"]
+    assert second is not first and second._gateway_client is other
+
+
 def test_install_is_idempotent():
     assert py4j_names.install() and py4j_names.install()
     getattr_ = gateway.JVMView.__getattr__

@@ -16,8 +16,8 @@ _lock = threading.Lock()
 _installed = False
 
 
-def _remembering(resolve: Callable[[Any, str], Any], scope: Callable[[Any, str], Tuple[str, str]],
-                 names: Dict[Tuple[str, str], Any]) -> Callable[[Any, str], Any]:
+def _remembering(resolve: Callable[[Any, str], Any], scope: Callable[[Any, str], Tuple[int, str, str]],
+                 names: Dict[Tuple[int, str, str], Any]) -> Callable[[Any, str], Any]:
     def getattr_(self: Any, name: str) -> Any:
         if name.startswith("__"):  # Python's own protocol (copy, pickle, ...): never a Java name
             return resolve(self, name)
@@ -46,9 +46,10 @@ def install() -> bool:
             view_get, package_get = view.__getattr__, package.__getattr__
         except (ImportError, AttributeError):
             return False
-        names: Dict[Tuple[str, str], Any] = {}
-        view.__getattr__ = _remembering(view_get, lambda v, n: (v._id, n), names)
+        names: Dict[Tuple[int, str, str], Any] = {}  # a remembered JavaClass keeps its gateway (and id) alive
+        # Per gateway (a process that starts a new JVM gets a new one) and per JVM view (its imports).
+        view.__getattr__ = _remembering(view_get, lambda v, n: (id(v._gateway_client), v._id, n), names)
         package.__getattr__ = _remembering(
-            package_get, lambda p, n: (p._jvm_id or "", f"{p._fqn}.{n}"), names)
+            package_get, lambda p, n: (id(p._gateway_client), p._jvm_id or "", f"{p._fqn}.{n}"), names)
         _installed = True
         return True
