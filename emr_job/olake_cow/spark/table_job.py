@@ -101,10 +101,12 @@ class TableJob:
     def say(self, msg: str, *args: object) -> None:
         log.info("[%s] " + msg, self.table, *args)
 
+    def _mirror_state(self) -> TableState:
+        return self._shared.state(self.opts.cow_namespace, self.mirror)
+
     def states(self) -> Tuple[TableState, TableState]:
         with _Clock(self.result, "planning"):
-            return (self._shared.state(self.opts.source_namespace, self.table),
-                    self._shared.state(self.opts.cow_namespace, self.mirror))
+            return self._shared.state(self.opts.source_namespace, self.table), self._mirror_state()
 
     def run(self) -> TableResult:
         started = time.monotonic()
@@ -124,7 +126,7 @@ class TableJob:
             if upgrade and not self.opts.dry_run:
                 self._mirror_table(mode).upgrade_to_dv()
                 self.result.notes.append("upgraded the mirror in place to format version 3 (dv)")
-                mirror = self._shared.state(self.opts.cow_namespace, self.mirror)
+                mirror = self._mirror_state()
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
@@ -195,7 +197,7 @@ class TableJob:
             with _Clock(self.result, "merging"):
                 merge = replace(merge, rebuild=self._mirror_table(changes.mode).prepare(mirror, merge.rebuild)
                                 or merge.rebuild)
-            mirror = self._shared.state(self.opts.cow_namespace, self.mirror)
+            mirror = self._mirror_state()
         parent = mirror.snapshot(mirror.current_id)
         parent_rows = live_rows(parent) if parent else 0
         if isinstance(step, steps.Publish) and merge.rebuild:
