@@ -536,9 +536,10 @@ def markdown(results: Dict[str, Any]) -> str:
             lines.append(f"| {w['name']} ({w['rows']:,} rows) | " + " | ".join(cells) + " |")
     if "fleet" in tiers:
         t = tiers["fleet"]
-        lines += ["", f"**fleet** (`{t['command']}`; bare Spark start {t['bare_s']:.1f} s). Cold seconds per run "
-                      "of a whole namespace:", "", "| namespace | run | tables changed | this project (cow) | "
-                      "OLake's script |", "|---|---|---|---|---|"]
+        runs = "; ".join(f"{w['tables']} tables: `{w.get('command', t['command'])}`, bare Spark start "
+                         f"{w.get('bare_s', t['bare_s']):.1f} s" for w in t["workloads"])
+        lines += ["", f"**fleet** ({runs}). Cold seconds per run of a whole namespace:", "",
+                  "| namespace | run | tables changed | this project (cow) | OLake's script |", "|---|---|---|---|---|"]
         for f in t["workloads"]:
             for label, r in f["runs"].items():
                 cow = f"{r['cow']['s']:.1f}" if "cow" in r else ""
@@ -562,6 +563,19 @@ def replace_section(section: str, start: str, end: str) -> None:
         f.write(head + section + rest.split(end, 1)[1])
 
 
+def merged_tier(tier: str, old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> Dict[str, Any]:
+    """A tier's new figures. A fleet run keeps the namespaces it did not measure (`--fleet 200`
+    leaves the 40-table figures), each namespace with its own command and bare start."""
+    if tier != "fleet":
+        return new
+    for w in new["workloads"]:
+        w.update(command=new["command"], bare_s=new["bare_s"])
+    names = {w["name"] for w in new["workloads"]}
+    kept = [dict(w, command=w.get("command", old.get("command")), bare_s=w.get("bare_s", old.get("bare_s")))
+            for w in (old or {}).get("workloads", []) if w["name"] not in names and old is not None]
+    return dict(new, workloads=sorted(kept + new["workloads"], key=lambda w: w["tables"]))
+
+
 def write_doc(results: Dict[str, Any]) -> None:
     replace_section(markdown(results), MARK_START, MARK_END)
 
@@ -579,7 +593,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def keep(tier: str, value: Dict[str, Any]) -> None:
         value["command"] = command
-        stored["tiers"][tier] = value
+        stored["tiers"][tier] = merged_tier(tier, stored["tiers"].get(tier), value)
         stored["targets"] = targets(stored["tiers"])
         if not args.no_doc and not args.quick:
             with open(RESULTS, "w", encoding="utf-8") as f:

@@ -1,0 +1,43 @@
+"""The cold bench's stored figures (scripts/bench_cold.py): a fleet run of one namespace size keeps
+the other's figures, and the targets are computed from whichever namespaces are stored."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "scripts"))
+from bench_cold import markdown, merged_tier, targets
+
+
+def _fleet(tables: int, idle: float, alone: float, one: float, all_cow: float, all_script: float) -> dict:
+    return {"name": f"fleet{tables}", "tables": tables, "rows": 200, "runs": {
+        "nothing changed": {"changed": 0, "cow": {"s": idle}},
+        "one changed": {"changed": 1, "cow": {"s": one}},
+        "one table alone": {"changed": 1, "cow": {"s": alone}},
+        "all changed": {"changed": tables, "cow": {"s": all_cow}, "script": {"s": all_script}}}}
+
+
+def _tier(command: str, bare: float, *workloads: dict) -> dict:
+    return {"command": command, "bare_s": bare, "workloads": list(workloads)}
+
+
+def test_a_fleet_run_keeps_the_namespaces_it_did_not_measure() -> None:
+    old = _tier("bench --fleet 40", 3.1, _fleet(40, 0.8, 5.0, 6.0, 30.0, 90.0))
+    new = _tier("bench --fleet 200", 3.4, _fleet(200, 1.9, 5.0, 8.0, 100.0, 240.0))
+    tier = merged_tier("fleet", old, new)
+    assert [(w["name"], w["command"], w["bare_s"]) for w in tier["workloads"]] == [
+        ("fleet40", "bench --fleet 40", 3.1), ("fleet200", "bench --fleet 200", 3.4)]
+    found = {t["target"]: t["met"] for t in targets({"fleet": tier})}
+    assert found["fleet40: every table changed at least 3x faster than the script"] is True
+    assert found["fleet200: every table changed at least 3x faster than the script"] is False  # 2.4x
+    assert found["fleet200: one table changed within 1.5x that table's run alone"] is False  # 1.6x
+    text = markdown({"tiers": {"fleet": tier}})
+    assert "200 tables: `bench --fleet 200`, bare Spark start 3.4 s" in text
+    assert "40 tables: `bench --fleet 40`, bare Spark start 3.1 s" in text
+
+
+def test_a_fleet_run_of_the_same_namespace_replaces_it() -> None:
+    old = _tier("old", 3.1, _fleet(40, 0.8, 5.0, 6.0, 30.0, 90.0))
+    new = _tier("new", 3.2, _fleet(40, 2.5, 5.0, 6.0, 30.0, 90.0))
+    tier = merged_tier("fleet", old, new)
+    assert [(w["command"], w["runs"]["nothing changed"]["cow"]["s"]) for w in tier["workloads"]] == [("new", 2.5)]
+    assert merged_tier("single", old, new) is new  # other tiers are replaced whole
