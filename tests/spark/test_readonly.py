@@ -326,3 +326,36 @@ def test_a_change_set_merged_by_its_key_range_misses_no_delete(rlake, version, m
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
     assert not {"0", "1", "9", "39", "10", "14"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
+def test_a_small_change_set_is_held_in_one_partition(rlake):
+    """Spark plans what it persists without adaptive execution: the shuffle that keeps one row per
+    key would leave a change set of a few keys in spark.sql.shuffle.partitions partitions (EMR's
+    200), each a task to build, summarize and merge. It is held in one, and holds the same rows."""
+    from olake_cow.core.identifiers import qualified
+    from olake_cow.core.readonly import Interval
+    from olake_cow.spark.catalog import IcebergCatalog
+    from olake_cow.spark.change_set import SourceTable, held_partitions
+    from olake_cow.spark.history_reader import HistoryReader
+
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 40), chunk=10)
+    cdc(lake, 3)
+    source = lake.source("t")
+    spark = lake.writer.spark
+    reader = HistoryReader(spark, IcebergCatalog(spark, lake.catalog),
+                           SourceTable(lake.ns, "t", qualified(lake.catalog, lake.ns, "t"), source), "soft", 128 << 20)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "50")
+    try:
+        cs = reader.history_change_set([Interval(None, 0, source.current_id)])
+        try:
+            assert cs.frame.rdd.getNumPartitions() == 1
+            keys = [r["_olake_id"] for r in cs.frame.collect()]
+        finally:
+            cs.close()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert sorted(keys) == sorted([str(i) for i in range(40)] + ["new3"])  # one row per key, deletes included
+    assert [held_partitions(n) for n in (None, 0, 1, 500_000, 500_001, 10_000_000)] == [None, 1, 1, 1, 2, 20]

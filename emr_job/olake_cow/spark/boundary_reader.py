@@ -23,8 +23,6 @@ class BoundaryReader(SnapshotReader):
         the change set's snapshots, and the delete files they added are read too (their keys may
         lie outside every file left: they count toward the change set's key range and its bound on
         keys)."""
-        from pyspark import StorageLevel
-
         latest = latest_per_key(self._snapshot_rows(snapshot_id))
         changes = latest.withColumn(ACTION, upsert_action(latest, self.delete_mode))
         cs = ChangeSet(None, rebuild=False)
@@ -34,12 +32,11 @@ class BoundaryReader(SnapshotReader):
                 live = self._equality_deletes(snapshot_id)
                 dropped = self._dropped_equality_deletes(dropped_window, {r["path"] for r in live}, cs)
                 changes = self._with_deletes(changes, latest, live + dropped, cs)
-            cs.frame = changes.persist(StorageLevel.MEMORY_AND_DISK)
-            cs.on_close(cs.frame.unpersist)
+            self._whole_snapshot_io(snapshot_id, cs)  # its bound on keys sizes what is held
+            cs.hold(changes)
         except BaseException:
             cs.close()
             raise
-        self._whole_snapshot_io(snapshot_id, cs)
         if snapshot_id is not None:
             cs.key_range = self._key_range(snapshot_id, [(r["lo"], r["hi"]) for r in dropped])
         return cs

@@ -32,7 +32,6 @@ class HistoryReader(SnapshotReader):
         return out
 
     def history_change_set(self, intervals: Sequence[Interval]) -> ChangeSet:
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         sets = self._task_sets()
@@ -52,8 +51,7 @@ class HistoryReader(SnapshotReader):
             frame = compose(row_parts, key_parts, self.delete_mode, schema)
             if frame is None:
                 frame = self.session.createDataFrame([], schema).withColumn(ACTION, F.lit("U"))
-            cs.frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-            cs.on_close(cs.frame.unpersist)
+            cs.hold(frame)
             cs.key_range = span(bounds)
             return cs
         except BaseException:
