@@ -568,12 +568,11 @@ def merged_tier(tier: str, old: Optional[Dict[str, Any]], new: Dict[str, Any]) -
     leaves the 40-table figures), each namespace with its own command and bare start."""
     if tier != "fleet":
         return new
-    for w in new["workloads"]:
-        w.update(command=new["command"], bare_s=new["bare_s"])
-    names = {w["name"] for w in new["workloads"]}
-    kept = [dict(w, command=w.get("command", old.get("command")), bare_s=w.get("bare_s", old.get("bare_s")))
-            for w in (old or {}).get("workloads", []) if w["name"] not in names and old is not None]
-    return dict(new, workloads=sorted(kept + new["workloads"], key=lambda w: w["tables"]))
+    fresh = [dict(w, command=new["command"], bare_s=new["bare_s"]) for w in new["workloads"]]
+    names = {w["name"] for w in fresh}
+    kept = [dict({"command": old.get("command"), "bare_s": old.get("bare_s")}, **w)
+            for w in (old["workloads"] if old else []) if w["name"] not in names]
+    return dict(new, workloads=sorted(kept + fresh, key=lambda w: w["tables"]))
 
 
 def write_doc(results: Dict[str, Any]) -> None:
