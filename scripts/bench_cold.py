@@ -11,6 +11,7 @@ Tiers (`--tiers`, each runnable alone; results are kept per tier in docs/bench-c
                and a day partition of `created` with uniform MD5 keys
   fleet        namespaces of --fleet (40, 200) tables of 200 rows: first build, nothing changed,
                one table changed (and that table's run alone), 10% changed, every table changed
+               (with the script: about 13 minutes at 40 tables, 42 at 200)
   large        the single tier at --large-rows (16M) rows (not for CI: about 95 minutes)
 
 Systems: cow and dv (the job, readonly mode), script (OLake's published script, --script PATH,
