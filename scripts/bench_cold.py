@@ -16,8 +16,8 @@ Tiers (`--tiers`, each runnable alone; results are kept per tier in docs/bench-c
 
 Systems: cow and dv (the job, readonly mode), script (OLake's published script, --script PATH,
 on its own copy of each source: it truncates its source), copy (CREATE TABLE AS SELECT of the
-resolved source: the floor of a full load). Writes docs/bench-cold.json and the cold section of
-docs/BENCHMARKS.md.
+resolved source, with its partition spec: the floor of a full load). Writes docs/bench-cold.json
+and the cold section of docs/BENCHMARKS.md.
 
     .venv/bin/python scripts/bench_cold.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
     .venv/bin/python scripts/bench_cold.py --tiers fleet --fleet 40 --script ...
@@ -170,8 +170,8 @@ class Processes:
         wall = self._run("script", self.dest_path, script, ns, ",".join(tables), stock=not tuned)
         return {"s": round(wall - (self.bare_s if tuned else self.stock_bare_s), 2), "wall_s": round(wall, 2)}
 
-    def copy(self, ns: str, table: str) -> Dict[str, Any]:
-        wall = self._run("copy", self.dest_path, ns, table)
+    def copy(self, ns: str, table: str, partition_by: Sequence[str] = ()) -> Dict[str, Any]:
+        wall = self._run("copy", self.dest_path, ns, table, *partition_by)
         return {"s": round(wall - self.bare_s, 2), "wall_s": round(wall, 2)}
 
 
@@ -199,10 +199,15 @@ def child(argv: List[str]) -> int:
         cfg = parse_destination(f.read())
     spark = build_session(cfg, f"bench {kind}")
     if kind == "copy":
-        ns, table = rest[1], rest[2]
+        ns, table, partition_by = rest[1], rest[2], rest[3:]
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.`{ns}_copy`")
-        spark.sql(f"CREATE OR REPLACE TABLE {qualified(CATALOG, ns + '_copy', table)} USING iceberg AS "
-                  f"SELECT * FROM {qualified(CATALOG, ns, table)}")
+        if partition_by:
+            # A copy of a partitioned table keeps its spec, as the mirror does, written as Spark
+            # writes it by default (as many tasks as cores; the job's own partitioned writes too).
+            spark.conf.set("spark.sql.adaptive.coalescePartitions.parallelismFirst", "true")
+        spark.sql(f"CREATE OR REPLACE TABLE {qualified(CATALOG, ns + '_copy', table)} USING iceberg"
+                  + (f" PARTITIONED BY ({', '.join(partition_by)})" if partition_by else "")
+                  + f" AS SELECT * FROM {qualified(CATALOG, ns, table)}")
     elif kind == "script":
         import contextlib
         import io
@@ -329,7 +334,7 @@ class Bench:
         out: Dict[str, Any] = {"name": name, "rows": rows, "key": key, "skew": skew,
                                "partition_by": list(partition_by), "full_load": {}, "cycles": {}}
         if self.has("copy"):
-            out["full_load"]["copy"] = self.procs.copy(name, "orders")
+            out["full_load"]["copy"] = self.procs.copy(name, "orders", partition_by)
         runs = self._systems(name)
         for system, run in runs.items():
             out["full_load"][system] = run()

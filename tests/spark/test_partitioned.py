@@ -86,3 +86,24 @@ def test_a_change_that_moves_a_row_to_another_partition_applies_to_its_key(lake)
     lake.assert_mirror_matches("t")
     if lake.mode == "readonly":  # --verify compares a readonly mirror with its source
         assert lake.run("--verify") == 0
+
+
+@pytest.mark.parametrize("spec", ["bucket(4, _olake_id)", "truncate(_olake_id, 2)"])
+def test_a_first_build_of_a_key_partitioned_source_writes_each_partition_once_in_key_order(lake, spec):
+    """A spec of the key alone is built with one shuffle by partition (one row per key and the write
+    by partition in one): still one row per key when the source shows two rows of a key (OLake
+    #1189), one file per partition, each in the mirror's key order."""
+    w = lake.writer
+    w.create_table("t", [("v", "int")], partition_by=[spec])
+    w.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(2000)])
+    w.commit("t", [{"_olake_id": "30", "_op_type": "u", "v": 1}, {"_olake_id": "30", "_op_type": "u", "v": 2},
+                   {"_olake_id": "5000", "_op_type": "c", "v": 3}, {"_olake_id": "5000", "_op_type": "u", "v": 4}],
+             dedupe=False)
+    run = summary_of(lake, "build")
+    assert run["status"] == "merged"
+    lake.assert_mirror_matches("t")
+    files = w.spark.sql(f"SELECT file_path, partition FROM {lake.mirror_q('t')}.files WHERE content = 0").collect()
+    assert len({str(f["partition"]) for f in files}) == len(files), files  # one file per partition
+    for f in files:
+        keys = [r[0] for r in w.spark.read.parquet(f["file_path"]).select("_olake_id").collect()]
+        assert keys == sorted(keys), f["file_path"]

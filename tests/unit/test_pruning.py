@@ -6,6 +6,7 @@ from olake_cow.core.pruning import (
     FileBounds,
     MergeShape,
     cow_write,
+    key_partition_sql,
     merge_intervals,
     merge_shape,
     touched_files,
@@ -81,3 +82,19 @@ def test_a_partitioned_mirror_always_searches_for_the_files_a_change_touches():
     every_file = MergeShape((("0", "z"),), touched=16, files=16, touched_bytes=16 * MB, bytes=16 * MB)
     assert cow_write(every_file, 128 * MB, 2, partitioned=True) == CowWrite(False, None, True)
     assert cow_write(every_file, 128 * MB, 2, partitioned=False).find_files is False
+
+
+def test_partition_values_of_a_spec_of_the_key_alone():
+    assert key_partition_sql([("bucket[16]", "_olake_id")], "lake") == ["`lake`.system.bucket(16, `_olake_id`)"]
+    assert key_partition_sql([("truncate[4]", "_olake_id"), ("identity", "_olake_id")], "my`cat") == [
+        "`my``cat`.system.truncate(4, `_olake_id`)", "`_olake_id`"]
+
+
+@pytest.mark.parametrize("terms", [
+    [("day", "created")],  # a key's duplicate rows may sit in two dates
+    [("bucket[16]", "_olake_id"), ("identity", "region")],
+    [("void", "_olake_id")],
+    [],
+])
+def test_no_partition_values_when_a_key_does_not_decide_its_partition(terms):
+    assert key_partition_sql(terms, "lake") is None

@@ -10,6 +10,8 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from .identifiers import quote
+
 Interval = Tuple[str, str]
 MAX_INTERVALS = 64  # more than this and one covering interval is used: a long predicate costs planning time
 SPREAD_FRACTION = 0.5  # a change set touching files that hold this share of the bytes is "spread"
@@ -128,3 +130,23 @@ def cow_write(shape: MergeShape, target_file_bytes: int, cores: int, partitioned
     if shape.spread or n == 1:
         return CowWrite(True, n, find_files)
     return CowWrite(False, None, find_files)
+
+
+def key_partition_sql(terms: Sequence[Tuple[str, str]], catalog: str) -> Optional[List[str]]:
+    """Spark SQL for a partition spec's values when every field is a transform of `_olake_id`
+    alone (identity, bucket[N], truncate[W]; `terms` as (transform, column)): then all rows of a
+    key share a partition, and one shuffle by these values serves both one row per key and the
+    write by partition. None otherwise: with a date partition, two visible rows of one key (OLake
+    #1189) may sit in two partitions, so one row per key needs a shuffle by key of its own."""
+    exprs = []
+    for transform, column in terms:
+        if column != "_olake_id":
+            return None
+        name, _, arg = transform.partition("[")
+        if name == "identity":
+            exprs.append("`_olake_id`")
+        elif name in ("bucket", "truncate") and arg.rstrip("]").isdigit():
+            exprs.append(f"{quote(catalog)}.system.{name}({int(arg.rstrip(']'))}, `_olake_id`)")
+        else:
+            return None
+    return exprs or None

@@ -5,10 +5,20 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..core.errors import UnsupportedDeleteError
+from ..core.pruning import key_partition_sql
 from ..core.snapshots import Summary, TableState
 from .catalog import IcebergCatalog
-from .changes import ACTION, KEY, DataFrame, latest_per_key, range_partitioned_latest, upsert_action
+from .changes import (
+    ACTION,
+    KEY,
+    DataFrame,
+    latest_per_key,
+    partition_clustered_latest,
+    range_partitioned_latest,
+    upsert_action,
+)
 from .file_listing import FileListing
+from .mirror_ddl import spec_terms
 from .scan_tasks import FileRef, TaskSets
 
 Bounds = Tuple[Optional[str], Optional[str]]  # a file's lowest and highest key (None: unknown)
@@ -30,6 +40,9 @@ class ChangeSet:
     # Lowest and highest key the change set can hold, from the file metadata (a superset; None:
     # unknown). The merge uses it to skip mirror files; it costs no pass over the data.
     key_range: Optional[Tuple[str, str]] = None
+    # A rebuild's rows already hash-partitioned by this partition spec's values ((transform,
+    # column) terms) and sorted by them and key in each partition: written as they are.
+    clustered_by: Optional[Tuple[Tuple[str, str], ...]] = None
     _cleanup: List[Callable[[], Any]] = field(default_factory=list)
 
     def count_read(self, files: int, size: int, records: int) -> None:
@@ -120,16 +133,23 @@ class SnapshotReader:
         size = snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap else 0
         records = snap.summary_int(Summary.TOTAL_RECORDS) if snap else 0
         rows = self._snapshot_rows(snapshot_id)
+        clustered_by = None
         if self.source.state.partitioned:
             # The mirror keeps the source's spec and is written by partition: key ranges would be
-            # shuffled away again, so no pass to sample them.
-            latest = latest_per_key(rows)
+            # shuffled away again, so no pass to sample them. A spec of the key alone (a bucket)
+            # takes one shuffle by partition for both one row per key and the write.
+            terms = tuple(spec_terms(self.catalog.load(self.source.namespace, self.source.table)))
+            exprs = key_partition_sql(terms, self.catalog.catalog_name)
+            if exprs:
+                latest, clustered_by = partition_clustered_latest(rows, exprs), terms
+            else:
+                latest = latest_per_key(rows)
         else:
             cores = int(self.session.sparkContext.defaultParallelism)
             latest, _ = range_partitioned_latest(self.session, rows,
                                                  rebuild_partitions(size, self.target_file_bytes, cores), records)
         cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
-                       notes=[note] if note and note != "first build" else [])
+                       notes=[note] if note and note != "first build" else [], clustered_by=clustered_by)
         self._whole_snapshot_io(snapshot_id, cs)
         return cs
 

@@ -31,6 +31,18 @@ def latest_per_key(rows: DataFrame, by: Sequence[Any] = ()) -> DataFrame:
     return ranked.where(F.col("__olake_cow_rn") == 1).drop("__olake_cow_rn")
 
 
+def partition_clustered_latest(rows: DataFrame, partition_sql: Sequence[str]) -> DataFrame:
+    """`latest_per_key` with the rows hash-partitioned by a partition spec's values
+    (`partition_sql`, key_partition_sql) and sorted by them and key: each partition's rows in one
+    task, in the mirror's sort order, as Iceberg's clustered writer takes them."""
+    from pyspark.sql import functions as F
+
+    names = [f"__olake_cow_p{i}" for i in range(len(partition_sql))]
+    with_parts = rows.select("*", *(F.expr(e).alias(n) for e, n in zip(partition_sql, names)))
+    by = [F.col(n) for n in names]
+    return latest_per_key(with_parts.repartition(*by), by).drop(*names)
+
+
 SAMPLED_KEYS_PER_PARTITION = 200
 
 

@@ -18,6 +18,7 @@ from .catalog import IcebergCatalog
 from .change_set import ChangeSet, DataFrame
 from .changes import ACTION, KEY, aligned_rows, merge_sql
 from .file_listing import FileListing
+from .mirror_ddl import spec_terms
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
 # A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
@@ -138,11 +139,16 @@ class MirrorWriter:
 
         rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
         writer = rows.writeTo(self.mirror_q)
-        if not mirror.partitioned:
-            # Already range-partitioned and sorted by key: written as it is, no second shuffle or sort.
-            # A partitioned mirror takes the table's distribution (by partition): written as the key
-            # ranges are, every range would write a file into every partition it touches.
+        if not mirror.partitioned or (cs.clustered_by is not None
+                                      and cs.clustered_by == tuple(spec_terms(self.catalog.load(self.ns, self.name)))):
+            # Already partitioned and sorted as the mirror wants (by key range, or by the mirror's
+            # partitions): written as it is, no second shuffle or sort.
             writer = writer.option("use-table-distribution-and-ordering", "false")
+        else:
+            # By partition (hashed: a mirror with a sort order would otherwise take a range
+            # distribution, whose sampling pass computes the rows twice: 3.3 s of a 1M-row load).
+            # Written as the key ranges are, every range would write a file into every partition.
+            writer = writer.option("distribution-mode", "hash")
         if mirror.current_id is None:
             writer.append()
         else:
