@@ -15,7 +15,10 @@ from .scan_tasks import Plan, TaskSets
 # Field id of `file_path` in position-delete files (MetadataColumns.DELETE_FILE_PATH): its bounds
 # say which data files a position-delete file can point at, without reading it.
 DELETE_FILE_PATH_ID = 2147483546
-ENTRIES_LISTED_DIRECTLY = 500  # up to this many files in the candidate manifests: read them through Iceberg's API
+# Up to this many files in the candidate manifests: read through Iceberg's API, each file about
+# 20 py4j calls (13-22 ms); more through the `entries` table, one Spark query (1.7-1.9 s cold,
+# 0.4 s warm). A commit into 58 date partitions lists 118 files: 2-4 s faster by the table, cold.
+ENTRIES_LISTED_DIRECTLY = 64
 
 
 class HistoryReader(SnapshotReader):
