@@ -9,6 +9,7 @@ from olake_cow.core.pruning import (
     key_partition_sql,
     merge_intervals,
     merge_shape,
+    rewrites_whole,
     touched_files,
     write_partitions,
 )
@@ -98,3 +99,15 @@ def test_partition_values_of_a_spec_of_the_key_alone():
 ])
 def test_no_partition_values_when_a_key_does_not_decide_its_partition(terms):
     assert key_partition_sql(terms, "lake") is None
+
+
+def test_a_small_mirror_whose_every_file_may_change_is_rewritten_whole():
+    one = MergeShape((("0", "9"),), touched=1, files=1, touched_bytes=4096, bytes=4096)
+    assert rewrites_whole(one, partitioned=False, keys=10, most_keys=20_000)
+    assert not rewrites_whole(one, partitioned=True, keys=10, most_keys=20_000)  # its partitions are written apart
+    assert not rewrites_whole(one, partitioned=False, keys=20_001, most_keys=20_000)  # too many keys to list
+    some = MergeShape((("0", "4"),), touched=1, files=2, touched_bytes=4096, bytes=8192)
+    assert not rewrites_whole(some, partitioned=False, keys=10, most_keys=20_000)  # a file is carried over
+    big = MergeShape((("0", "9"),), touched=2, files=2, touched_bytes=64 << 20, bytes=64 << 20)
+    assert not rewrites_whole(big, partitioned=False, keys=10, most_keys=20_000)  # more than one file's worth
+    assert not rewrites_whole(MergeShape((), 0, 0), partitioned=False, keys=10, most_keys=20_000)  # nothing to rewrite

@@ -150,3 +150,15 @@ def key_partition_sql(terms: Sequence[Tuple[str, str]], catalog: str) -> Optiona
         else:
             return None
     return exprs or None
+
+
+SMALL_MIRROR_BYTES = 32 * 1024 * 1024  # a mirror a cow merge would write as one file (MIN_WRITE_FILE_BYTES)
+
+
+def rewrites_whole(shape: MergeShape, partitioned: bool, keys: int, most_keys: int) -> bool:
+    """Whether a cow merge rewrites a small unpartitioned mirror whole: every file may hold one of
+    its `keys` (at most `most_keys`, listed in a filter) and together they fit one file. Then the
+    new mirror is its rows less the changed keys, plus the upserts, sorted into one file: one Spark
+    stage where a MERGE's join takes three (a namespace of small tables spends most of a run there)."""
+    return (not partitioned and shape.files > 0 and shape.everything and shape.bytes <= SMALL_MIRROR_BYTES
+            and keys <= most_keys)

@@ -11,7 +11,7 @@ from ..core.errors import AuditError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import quote
 from ..core.modes import MirrorFormat
-from ..core.pruning import FileBounds, MergeShape, cow_write, merge_shape, unknown_shape
+from ..core.pruning import FileBounds, MergeShape, cow_write, merge_shape, rewrites_whole, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
@@ -93,6 +93,9 @@ class MirrorWriter:
         try:
             if cs.rebuild:
                 self._rebuild(cs, mirror)
+            elif (fmt == MirrorFormat.COW and shape is not None and keys is not None
+                  and rewrites_whole(shape, mirror.partitioned, len(keys), KEYS_LISTED)):
+                self._rewrite_whole(cs, keys)
             else:
                 listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.intervals != ()
                                   and keys is not None and len(keys) <= KEYS_LISTED) else None
@@ -153,6 +156,20 @@ class MirrorWriter:
             writer.append()
         else:
             writer.overwrite(F.lit(True))
+
+    def _rewrite_whole(self, cs: ChangeSet, keys: List[str]) -> None:
+        """The mirror's rows without the changed keys, plus the upserts, as one file in the mirror's
+        sort order, replacing every file: what the MERGE would write, without its join. A row of a
+        null key is never matched by the MERGE, so it is kept (NOT IN would drop it)."""
+        from pyspark.sql import functions as F
+
+        rows = self.session.table(self.mirror_q)
+        changed = [k for k in keys if k is not None]
+        if changed:
+            rows = rows.where(F.col(KEY).isNull() | ~F.col(KEY).isin(changed))
+        rows = rows.unionByName(aligned_rows(cs.frame, rows.schema)).coalesce(1)
+        # No exchange (one task); the table's sort order still sorts the file.
+        rows.writeTo(self.mirror_q).option("distribution-mode", "none").overwrite(F.lit(True))
 
     def _merge(self, cs: ChangeSet, mirror: TableState, intervals: Optional[Tuple[Tuple[str, str], ...]],
                listed: Optional[List[str]], partitions: Optional[int]) -> None:
