@@ -131,3 +131,22 @@ def test_a_crash_after_the_publish_commit_on_each_catalog(catalog_lake, monkeypa
     run_crashing(catalog_lake, monkeypatch, catalog.IcebergCatalog, "publish", "after")
     assert catalog_lake.run() == 0
     catalog_lake.assert_mirror_matches("t")
+
+
+def test_a_whole_rewrite_of_a_small_mirror_fails_if_the_mirror_changed_since_it_read(lake, monkeypatch):
+    """A small cow mirror is rewritten whole from the snapshot it read (merge.py _rewrite_whole),
+    replacing every file. A change another writer commits to the mirror after that read (an UPDATE:
+    the row count stays, so the audit cannot see it) must make the commit fail, as the MERGE's
+    validation does, not be replaced unseen."""
+    if lake.fmt != "cow":
+        pytest.skip("dv merges never rewrite a mirror whole")
+    setup(lake)
+    real = merge.MirrorWriter._rewrite_whole
+
+    def after_a_foreign_update(self, cs, keys, read_id):
+        lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
+        return real(self, cs, keys, read_id)
+
+    monkeypatch.setattr(merge.MirrorWriter, "_rewrite_whole", after_a_foreign_update)
+    assert lake.run() == 1
+    assert [r["v"] for r in lake.mirror_rows("t") if r["_olake_id"] == "10"] == [-5]  # not replaced unseen
