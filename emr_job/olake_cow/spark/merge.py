@@ -9,7 +9,7 @@ from ..core.audit import ChangeCounts, audit, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
-from ..core.identifiers import quote
+from ..core.identifiers import quote, sql_string
 from ..core.modes import MirrorFormat
 from ..core.pruning import FileBounds, MergeShape, cow_write, merge_shape, rewrites_whole, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
@@ -167,8 +167,9 @@ class MirrorWriter:
         reader = self.session.read.option("snapshot-id", str(read_id)) if read_id is not None else self.session.read
         rows = reader.table(self.mirror_q)
         changed = [k for k in keys if k is not None]
-        if changed:
-            rows = rows.where(F.col(KEY).isNull() | ~F.col(KEY).isin(changed))
+        if changed:  # as SQL text: Column.isin makes a py4j call per key
+            k = quote(KEY)
+            rows = rows.where(F.expr(f"{k} IS NULL OR {k} NOT IN ({', '.join(sql_string(c) for c in changed)})"))
         rows = rows.unionByName(aligned_rows(cs.frame, rows.schema)).coalesce(1)
         # No exchange (one task); the table's sort order still sorts the file.
         writer = rows.writeTo(self.mirror_q).option("distribution-mode", "none")
