@@ -152,7 +152,7 @@ def key_partition_sql(terms: Sequence[Tuple[str, str]], catalog: str) -> Optiona
     return exprs or None
 
 
-SMALL_MIRROR_BYTES = 32 * 1024 * 1024  # a mirror a cow merge would write as one file (MIN_WRITE_FILE_BYTES)
+SMALL_MIRROR_BYTES = MIN_WRITE_FILE_BYTES  # at most this, a cow merge writes a whole mirror as one file
 
 
 def rewrites_whole(shape: MergeShape, partitioned: bool, keys: int, most_keys: int) -> bool:

@@ -93,7 +93,7 @@ class MirrorWriter:
         try:
             if cs.rebuild:
                 self._rebuild(cs, mirror)
-            elif (fmt == MirrorFormat.COW and shape is not None and keys is not None
+            elif (fmt == MirrorFormat.COW and shape is not None and keys is not None and mirror.current_id is not None
                   and rewrites_whole(shape, mirror.partitioned, len(keys), KEYS_LISTED)):
                 self._rewrite_whole(cs, keys, mirror.current_id)
             else:
@@ -157,25 +157,23 @@ class MirrorWriter:
         else:
             writer.overwrite(F.lit(True))
 
-    def _rewrite_whole(self, cs: ChangeSet, keys: List[str], read_id: Optional[int]) -> None:
+    def _rewrite_whole(self, cs: ChangeSet, keys: List[str], read_id: int) -> None:
         """The mirror's rows without the changed keys, plus the upserts, as one file in the mirror's
         sort order, replacing every file: what the MERGE would write, without its join. A row of a
         null key is never matched by the MERGE, so it is kept (NOT IN would drop it). Read at
         snapshot `read_id`; as the MERGE's, the commit fails if the mirror got data since."""
         from pyspark.sql import functions as F
 
-        reader = self.session.read.option("snapshot-id", str(read_id)) if read_id is not None else self.session.read
-        rows = reader.table(self.mirror_q)
+        rows = self.session.read.option("snapshot-id", str(read_id)).table(self.mirror_q)
         changed = [k for k in keys if k is not None]
         if changed:  # as SQL text: Column.isin makes a py4j call per key
             k = quote(KEY)
             rows = rows.where(F.expr(f"{k} IS NULL OR {k} NOT IN ({', '.join(sql_string(c) for c in changed)})"))
         rows = rows.unionByName(aligned_rows(cs.frame, rows.schema)).coalesce(1)
         # No exchange (one task); the table's sort order still sorts the file.
-        writer = rows.writeTo(self.mirror_q).option("distribution-mode", "none")
-        if read_id is not None:
-            writer = writer.option("validate-from-snapshot-id", str(read_id)).option("isolation-level", "serializable")
-        writer.overwrite(F.lit(True))
+        (rows.writeTo(self.mirror_q).option("distribution-mode", "none")
+         .option("validate-from-snapshot-id", str(read_id)).option("isolation-level", "serializable")
+         .overwrite(F.lit(True)))
 
     def _merge(self, cs: ChangeSet, mirror: TableState, intervals: Optional[Tuple[Tuple[str, str], ...]],
                listed: Optional[List[str]], partitions: Optional[int]) -> None:
