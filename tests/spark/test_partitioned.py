@@ -107,3 +107,62 @@ def test_a_first_build_of_a_key_partitioned_source_writes_each_partition_once_in
     for f in files:
         keys = [r[0] for r in w.spark.read.parquet(f["file_path"]).select("_olake_id").collect()]
         assert keys == sorted(keys), f["file_path"]
+
+
+def changed_everywhere(w, keys):
+    """A change to every one of `keys` (given as key -> date or None): updates, a delete of every
+    tenth, an insert beside each tenth."""
+    rows = []
+    for n, (k, d) in enumerate(keys):
+        extra = {"d": d} if d is not None else {}
+        deleted = n % 10 == 0
+        rows.append({"_olake_id": k, "_op_type": "d" if deleted else "u", "v": None if deleted else -n, **extra})
+        if n % 10 == 5:
+            rows.append({"_olake_id": f"new{n}", "_op_type": "c", "v": n, **extra})
+    w.commit("t", rows)
+
+
+def test_a_change_to_every_file_of_a_partitioned_mirror_rewrites_it_whole_and_exactly(lake, monkeypatch):
+    """A change that touches every file of a partitioned cow mirror (counted first) is written as the
+    mirror's rows less the changed keys plus the upserts, by partition (merge.py _rewrite_whole),
+    where the MERGE would shuffle the whole mirror twice: still exactly the resolved rows, one file
+    per partition, every file replaced."""
+    from olake_cow.spark import merge
+
+    w = lake.writer
+    w.create_table("t", [("v", "int")], partition_by=["bucket(4, _olake_id)"])
+    w.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(400)])
+    built = summary_of(lake, "build")
+    calls = []
+    real = merge.MirrorWriter._rewrite_whole
+    monkeypatch.setattr(merge.MirrorWriter, "_rewrite_whole",
+                        lambda self, cs, keys, read_id, partitioned: calls.append(partitioned)
+                        or real(self, cs, keys, read_id, partitioned))
+    changed_everywhere(w, [(str(i), None) for i in range(0, 400, 3)])  # 134 keys: every bucket's
+    run = summary_of(lake, "all")
+    assert run["status"] == "merged"
+    lake.assert_mirror_matches("t")
+    if lake.fmt == "cow":
+        assert calls == [True]
+        assert run["files_rewritten"] == built["files_written"], run
+        files = w.spark.sql(f"SELECT partition FROM {lake.mirror_q('t')}.files WHERE content = 0").collect()
+        assert len({str(f["partition"]) for f in files}) == len(files) == 4, files
+    else:
+        assert calls == []  # dv rewrites no data file
+
+
+def test_a_large_change_that_leaves_a_partition_untouched_rewrites_only_the_others(lake):
+    """A change of many keys in all dates but one, with spread keys (every file's key range holds
+    some): the count finds a file no key reaches, so the MERGE runs and leaves that file as it is."""
+    w = lake.writer
+    w.create_table("t", [("v", "int"), ("d", "date")], partition_by=["d"])
+    day = dt.date(2026, 11, 1)
+    w.backfill("t", [{"_olake_id": md5(i), "v": i, "d": day + dt.timedelta(days=i % 5)} for i in range(1000)])
+    built = summary_of(lake, "build")
+    assert built["files_written"] == 5, built
+    changed_everywhere(w, [(md5(i), day + dt.timedelta(days=i % 5)) for i in range(1000) if i % 5 != 4][:200])
+    run = summary_of(lake, "most")
+    assert run["status"] == "merged"
+    lake.assert_mirror_matches("t")
+    if lake.fmt == "cow":
+        assert run["files_rewritten"] == 4, run  # the fifth date holds no changed key

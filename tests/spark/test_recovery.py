@@ -133,20 +133,30 @@ def test_a_crash_after_the_publish_commit_on_each_catalog(catalog_lake, monkeypa
     catalog_lake.assert_mirror_matches("t")
 
 
-def test_a_whole_rewrite_of_a_small_mirror_fails_if_the_mirror_changed_since_it_read(lake, monkeypatch):
-    """A small cow mirror is rewritten whole from the snapshot it read (merge.py _rewrite_whole),
-    replacing every file. A change another writer commits to the mirror after that read (an UPDATE:
-    the row count stays, so the audit cannot see it) must make the commit fail, as the MERGE's
-    validation does, not be replaced unseen."""
+@pytest.mark.parametrize("spec", [None, "bucket(2, _olake_id)"], ids=["small", "partitioned"])
+def test_a_whole_rewrite_fails_if_the_mirror_changed_since_it_read(lake, monkeypatch, spec):
+    """A cow mirror rewritten whole (small, or partitioned with every file changed) is written from
+    the snapshot it read (merge.py _rewrite_whole), replacing every file. A change another writer
+    commits to the mirror after that read (an UPDATE: the row count stays, so the audit cannot see
+    it) must make the commit fail, as the MERGE's validation does, not be replaced unseen."""
     if lake.fmt != "cow":
         pytest.skip("dv merges never rewrite a mirror whole")
-    setup(lake)
+    if spec is None:
+        setup(lake)
+    else:
+        lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=[spec])
+        lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(20)])
+        assert lake.run() == 0
+        lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 100 + i} for i in range(20) if i != 10])
     real = merge.MirrorWriter._rewrite_whole
+    calls = []
 
-    def after_a_foreign_update(self, cs, keys, read_id):
+    def after_a_foreign_update(self, cs, keys, read_id, partitioned):
+        calls.append(partitioned)
         lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
-        return real(self, cs, keys, read_id)
+        return real(self, cs, keys, read_id, partitioned)
 
     monkeypatch.setattr(merge.MirrorWriter, "_rewrite_whole", after_a_foreign_update)
     assert lake.run() == 1
+    assert calls == [spec is not None]
     assert [r["v"] for r in lake.mirror_rows("t") if r["_olake_id"] == "10"] == [-5]  # not replaced unseen

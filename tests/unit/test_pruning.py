@@ -5,6 +5,7 @@ from olake_cow.core.pruning import (
     CowWrite,
     FileBounds,
     MergeShape,
+    counts_touched_files,
     cow_write,
     key_partition_sql,
     merge_intervals,
@@ -111,3 +112,14 @@ def test_a_small_mirror_whose_every_file_may_change_is_rewritten_whole():
     big = MergeShape((("0", "9"),), touched=2, files=2, touched_bytes=64 << 20, bytes=64 << 20)
     assert not rewrites_whole(big, partitioned=False, keys=10, most_keys=20_000)  # more than one file's worth
     assert not rewrites_whole(MergeShape((), 0, 0), partitioned=False, keys=10, most_keys=20_000)  # nothing to rewrite
+
+
+def test_a_partitioned_mirror_counts_its_touched_files_only_for_a_change_of_many_keys_a_file():
+    every = MergeShape((("0", "9"),), touched=10, files=10, touched_bytes=10 << 20, bytes=10 << 20)
+    assert counts_touched_files(every, partitioned=True, keys=80, most_keys=20_000)
+    assert not counts_touched_files(every, partitioned=True, keys=79, most_keys=20_000)  # some file likely untouched
+    assert not counts_touched_files(every, partitioned=False, keys=80, most_keys=20_000)  # metrics decide there
+    assert not counts_touched_files(every, partitioned=True, keys=20_001, most_keys=20_000)  # too many to list
+    some = MergeShape((("0", "4"),), touched=9, files=10, touched_bytes=9 << 20, bytes=10 << 20)
+    assert not counts_touched_files(some, partitioned=True, keys=800, most_keys=20_000)  # metrics rule a file out
+    assert not counts_touched_files(MergeShape((), 0, 0), partitioned=True, keys=80, most_keys=20_000)

@@ -162,3 +162,19 @@ def rewrites_whole(shape: MergeShape, partitioned: bool, keys: int, most_keys: i
     stage where a MERGE's join takes three (a namespace of small tables spends most of a run there)."""
     return (not partitioned and shape.files > 0 and shape.everything and shape.bytes <= SMALL_MIRROR_BYTES
             and keys <= most_keys)
+
+
+KEYS_PER_FILE_TO_COUNT = 8
+
+
+def counts_touched_files(shape: MergeShape, partitioned: bool, keys: int, most_keys: int) -> bool:
+    """Whether a cow merge into a partitioned mirror first counts the files its `keys` touch (one
+    scan of the key column, the search the MERGE makes for them anyway), to rewrite the mirror whole
+    when that is every file. Key metrics cannot say so (every file of a bucket or a date partition
+    spans nearly all keys), and the MERGE would then shuffle the whole mirror twice, once for its
+    outer join and once for the write; the whole rewrite filters the changed keys out instead of
+    joining (1M rows in 59 date partitions, all changed: two full shuffles against one). Only with
+    at least 8 keys a file: fewer leave some file untouched, and the count would be paid for
+    nothing."""
+    return (partitioned and shape.files > 0 and shape.everything and keys <= most_keys
+            and keys >= KEYS_PER_FILE_TO_COUNT * shape.files)
