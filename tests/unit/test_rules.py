@@ -109,6 +109,16 @@ def test_merge_prunes_the_mirror_to_the_key_intervals_a_change_can_touch():
     assert interval_condition("", []) == "false"  # no mirror file can hold a changed key
     assert " AND " not in merge_sql("`m`", "`v`", ["_olake_id"], ["_olake_id", ACTION]).split(" WHEN")[0]
 
+
+def test_a_key_list_keeps_a_null_keys_rows_with_the_rows_it_does_not_list():
+    from olake_cow.spark.changes import key_condition
+
+    assert key_condition("t.", ["a", None, "b'c"]) == "t.`_olake_id` IN ('a', 'b\\'c')"
+    assert key_condition("", ["a"], listed=False) == "(`_olake_id` IS NULL OR `_olake_id` NOT IN ('a'))"
+    assert key_condition("", [None]) == "false" and key_condition("", [None], listed=False) == "true"
+    sql = merge_sql("`m`", "`v`", ["_olake_id"], ["_olake_id", ACTION], intervals=[("a", "z")], keys=["k"])
+    assert "AND t.`_olake_id` IN ('k') WHEN" in sql
+
 def test_a_rebuild_splits_its_keys_into_ranges_of_about_equal_size():
     from olake_cow.spark.changes import range_bounds
 

@@ -9,7 +9,7 @@ from ..core.audit import ChangeCounts, audit, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
-from ..core.identifiers import quote, sql_string
+from ..core.identifiers import quote
 from ..core.modes import MirrorFormat
 from ..core.pruning import (
     FileBounds,
@@ -24,7 +24,7 @@ from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
 from .change_set import ChangeSet, DataFrame
-from .changes import ACTION, KEY, aligned_rows, merge_sql
+from .changes import ACTION, KEY, aligned_rows, key_condition, merge_sql
 from .file_listing import FileListing
 from .mirror_ddl import spec_terms
 
@@ -102,7 +102,7 @@ class MirrorWriter:
             if cs.rebuild:
                 self._rebuild(cs, mirror)
             elif fmt == MirrorFormat.COW and shape is not None and keys is not None and mirror.current_id is not None \
-                    and self._rewrites_whole(mirror, shape, keys, mirror.current_id):
+                    and self._takes_whole_rewrite(mirror, shape, keys, mirror.current_id):
                 self._rewrite_whole(cs, keys, mirror.current_id, mirror.partitioned)
             else:
                 listed = keys if (fmt == MirrorFormat.DV and shape is not None and shape.intervals != ()
@@ -165,18 +165,16 @@ class MirrorWriter:
         else:
             writer.overwrite(F.lit(True))
 
-    def _rewrites_whole(self, mirror: TableState, shape: MergeShape, keys: List[str], read_id: int) -> bool:
+    def _takes_whole_rewrite(self, mirror: TableState, shape: MergeShape, keys: List[str], read_id: int) -> bool:
         """A small unpartitioned mirror whose every file may hold a changed key, or a partitioned
-        one whose every file does hold one (counted: core/pruning.py counts_touched_files)."""
+        one whose every file (all `shape.files` of them) does hold one: counted at `read_id`, the
+        snapshot the rewrite reads and validates from (core/pruning.py counts_touched_files)."""
         if rewrites_whole(shape, mirror.partitioned, len(keys), KEYS_LISTED):
             return True
         if not counts_touched_files(shape, mirror.partitioned, len(keys), KEYS_LISTED):
             return False
-        snapshot = mirror.snapshot(read_id)
-        files = snapshot.summary_int(Summary.TOTAL_DATA_FILES) if snapshot is not None else 0
         rows = self.session.read.option("snapshot-id", str(read_id)).table(self.mirror_q)
-        touched = rows.where(_changed_keys_sql(keys, kept=False)).select("_file").distinct().count()
-        return files > 0 and touched == files
+        return rows.where(key_condition("", keys)).select("_file").distinct().count() == shape.files
 
     def _rewrite_whole(self, cs: ChangeSet, keys: List[str], read_id: int, partitioned: bool) -> None:
         """The mirror's rows without the changed keys, plus the upserts, replacing every file: what
@@ -186,9 +184,7 @@ class MirrorWriter:
         from pyspark.sql import functions as F
 
         rows = self.session.read.option("snapshot-id", str(read_id)).table(self.mirror_q)
-        if any(k is not None for k in keys):
-            rows = rows.where(_changed_keys_sql(keys, kept=True))
-        rows = rows.unionByName(aligned_rows(cs.frame, rows.schema))
+        rows = rows.where(key_condition("", keys, listed=False)).unionByName(aligned_rows(cs.frame, rows.schema))
         if partitioned:  # hashed by partition (the sort order would make Iceberg ask for a sampled range)
             writer = rows.writeTo(self.mirror_q).option("distribution-mode", "hash")
         else:  # no exchange (one task); the table's sort order still sorts the file
@@ -242,12 +238,3 @@ class MirrorWriter:
                                 "staged no snapshot")
         self.catalog.set_checkpoint(self.ns, self.name, marker.wap_id)
         self.result.rows_deleted += counts.deletes
-
-
-def _changed_keys_sql(keys: List[str], kept: bool) -> str:
-    """SQL for the rows of the changed `keys` (kept=False) or of every other key (kept=True), as
-    text: Column.isin makes a py4j call per key (20,000 keys: 45.3 s against 1.6 s). A row of a null
-    key is never matched by the MERGE, so it is kept (NOT IN alone would drop it)."""
-    k = quote(KEY)
-    listed = ", ".join(sql_string(c) for c in keys if c is not None) or "NULL"
-    return f"{k} IS NULL OR {k} NOT IN ({listed})" if kept else f"{k} IN ({listed})"
