@@ -4,6 +4,7 @@ right, without re-reading the table. Every run here also checks that it left the
 untouched (Lake.run)."""
 import json
 import os
+import uuid
 
 import pytest
 
@@ -359,3 +360,49 @@ def test_a_small_change_set_is_held_in_one_partition(rlake):
         spark.conf.set("spark.sql.shuffle.partitions", before)
     assert sorted(keys) == sorted([str(i) for i in range(40)] + ["new3"])  # one row per key, deletes included
     assert [held_partitions(n) for n in (None, 0, 1, 500_000, 500_001, 10_000_000)] == [None, 1, 1, 1, 2, 20]
+
+
+def test_a_small_change_set_resolves_in_one_task_to_what_a_shuffle_resolves(rlake, monkeypatch):
+    """A change set read from few records keeps one row per key in one task (no exchange, no
+    second stage); a larger one by a shuffle. Both give the rows the source's history says."""
+    from olake_cow.core.identifiers import qualified
+    from olake_cow.core.readonly import Interval
+    from olake_cow.spark import change_set
+    from olake_cow.spark.catalog import IcebergCatalog
+    from olake_cow.spark.change_set import SourceTable
+    from olake_cow.spark.history_reader import HistoryReader
+
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 40), chunk=10)
+    start = lake.source("t").current_id
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 30, "s": "x"},
+                             {"_olake_id": "3", "_op_type": "u", "v": 31, "s": "y"},
+                             {"_olake_id": "7", "_op_type": "d", "v": None, "s": None},
+                             {"_olake_id": "new", "_op_type": "c", "v": 99, "s": "n"}], pure_deletes=["9"])
+    source = lake.source("t")
+    spark = lake.writer.spark
+    reader = HistoryReader(spark, IcebergCatalog(spark, lake.catalog),
+                           SourceTable(lake.ns, "t", qualified(lake.catalog, lake.ns, "t"), source), "hard", 128 << 20)
+    interval = Interval(start, source.snapshot(start).sequence_number, source.current_id)
+
+    def resolved():
+        """(key -> (action, v, s), Spark stages run to resolve it)"""
+        cs = reader.history_change_set([interval])
+        group = f"resolve-{uuid.uuid4().hex}"
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            got = {r["_olake_id"]: (r["__olake_cow_action"], r["v"], r["s"]) for r in cs.frame.collect()}
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            cs.close()
+        tracker = spark.sparkContext.statusTracker()
+        stages = {s for j in tracker.getJobIdsForGroup(group) for s in tracker.getJobInfo(j).stageIds}
+        return got, len(stages)
+
+    expected = {"3": ("U", 31, "y"), "7": ("D", None, None), "9": ("D", None, None), "new": ("U", 99, "n")}
+    small, small_stages = resolved()
+    monkeypatch.setattr(change_set, "SINGLE_TASK_RECORDS", 0)
+    large, large_stages = resolved()
+    assert small == large == expected
+    assert small_stages < large_stages  # no exchange: no shuffle map stages

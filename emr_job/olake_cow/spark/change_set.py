@@ -83,6 +83,16 @@ def held_partitions(records: Optional[int]) -> Optional[int]:
     return max(1, -(-records // ROWS_PER_HELD_PARTITION))
 
 
+SINGLE_TASK_RECORDS = 100_000
+
+
+def single_task(records: Optional[int]) -> bool:
+    """Whether a change set read from files of at most `records` records (None: unknown) is
+    resolved in one task: a few MB at most, where a shuffle's second stage costs a cold run more
+    than one task's sort."""
+    return records is not None and records <= SINGLE_TASK_RECORDS
+
+
 def span(bounds: Sequence[Bounds]) -> Optional[Tuple[str, str]]:
     """The key range covering all `bounds`; None when any is unknown (or there are none)."""
     if not bounds or any(lo is None or hi is None for lo, hi in bounds):

@@ -120,11 +120,11 @@ def upsert_action(rows: DataFrame, delete_mode: str) -> Any:
 
 
 def compose(row_parts: List[DataFrame], key_parts: List[DataFrame], delete_mode: str,
-            schema: Any) -> Optional[DataFrame]:
+            schema: Any, single_task: bool = False) -> Optional[DataFrame]:
     """The resolved change set of several parts (intervals of the source's history, oldest first):
     `row_parts[i]`, `key_parts[i]`: visible rows and deleted keys of part i, each with a PART
     column. Per key the last part touching it decides; within a part a visible row beats a
-    deletion, and the newest row wins."""
+    deletion, and the newest row wins. `single_task`: resolved in one task, without a shuffle."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -133,9 +133,15 @@ def compose(row_parts: List[DataFrame], key_parts: List[DataFrame], delete_mode:
     if not frames:
         return None
     combined = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    for f in schema.fields if key_parts else ():  # key-only parts: give every column its table type
-        if f.name not in combined.columns:
-            combined = combined.withColumn(f.name, F.lit(None).cast(f.dataType))
+    if key_parts:  # key-only parts: every column gets its table type (one projection, one analysis)
+        have = set(combined.columns)
+        missing = {f.name: F.lit(None).cast(f.dataType) for f in schema.fields if f.name not in have}
+        if missing:
+            combined = combined.withColumns(missing)
+    if single_task:
+        # One partition satisfies the window's clustering by key: no exchange, no second stage,
+        # no adaptive re-planning. A small change set costs its cold run mostly such stages.
+        combined = combined.coalesce(1)
     order = [F.col(PART).desc(), F.col(IS_DELETE).asc()] + newest_order(combined.columns)
     ranked = combined.withColumn("__olake_cow_rn", F.row_number().over(Window.partitionBy(F.col(KEY)).orderBy(*order)))
     latest = ranked.where(F.col("__olake_cow_rn") == 1)

@@ -7,7 +7,7 @@ from ..core.errors import ResyncNeededError
 from ..core.identifiers import quote
 from ..core.readonly import Interval
 from ..core.snapshots import Snapshot
-from .change_set import Bounds, ChangeSet, DataFrame, SnapshotReader, span
+from .change_set import Bounds, ChangeSet, DataFrame, SnapshotReader, single_task, span
 from .changes import ACTION, KEY, PART, compose
 from .file_listing import DATA, EQUALITY_DELETES, POSITION_DELETES, LiveFile
 from .scan_tasks import Plan, TaskSets
@@ -51,7 +51,7 @@ class HistoryReader(SnapshotReader):
                 key_parts.extend(k.withColumn(PART, F.lit(part)) for k in keys)
             # The table's schema only types key-only parts and an empty change set (a lookup costs an analysis).
             schema = self.session.table(self.source.sql_name).schema if key_parts or not row_parts else None
-            frame = compose(row_parts, key_parts, self.delete_mode, schema)
+            frame = compose(row_parts, key_parts, self.delete_mode, schema, single_task=single_task(cs.records_read))
             if frame is None:
                 frame = self.session.createDataFrame([], schema).withColumn(ACTION, F.lit("U"))
             cs.hold(frame)
