@@ -120,6 +120,21 @@ def test_schema_changes_reach_the_mirror(lake):
     lake.assert_mirror_matches("t")
 
 
+def test_a_column_the_source_dropped_stays_in_the_mirror_null_in_later_rows(lake):
+    """The mirror keeps a column its source dropped (its readers may still select it): rows written
+    after the drop hold null there, the others keep their values."""
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} DROP COLUMN s")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100},
+                             {"_olake_id": "80", "_op_type": "c", "v": 80}])
+    assert lake.run() == 0
+    got = {r["_olake_id"]: (r["v"], r["s"]) for r in lake.mirror_rows("t")}
+    expected = {str(i): (i, f"s{i}") for i in range(20)}
+    expected.update({"1": (100, None), "80": (80, None)})
+    assert got == expected
+
+
 def test_a_renamed_source_column_is_renamed_in_the_mirror(lake):
     """Iceberg renames keep the column's field id and values: the mirror follows the rename (twice,
     the second while a run had nothing to merge), so old rows keep their values under the new name."""
