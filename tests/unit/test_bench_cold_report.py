@@ -41,3 +41,18 @@ def test_a_fleet_run_of_the_same_namespace_replaces_it() -> None:
     tier = merged_tier("fleet", old, new)
     assert [(w["command"], w["runs"]["nothing changed"]["cow"]["s"]) for w in tier["workloads"]] == [("new", 2.5)]
     assert merged_tier("single", old, new) is new  # other tiers are replaced whole
+
+
+def test_a_repeated_short_run_reports_its_median_run_and_every_time() -> None:
+    from bench_cold import median_run
+
+    runs = [{"s": 6.1, "files_read": 1}, {"s": 5.0, "files_read": 2}, {"s": 5.4, "files_read": 3}]
+    chosen = median_run(runs)
+    assert (chosen["s"], chosen["files_read"], chosen["runs_s"]) == (5.4, 3, [6.1, 5.0, 5.4])
+    assert median_run(runs[:2])["s"] == 5.0  # an even count: the lower middle, a run that happened
+    fleet = _fleet(40, 0.8, 3.3, 5.4, 30.0, 90.0)
+    fleet["runs"]["one changed"]["cow"] = chosen
+    text = markdown({"tiers": {"fleet": _tier("bench --fleet 40", 3.1, fleet)}})
+    assert "| 5.4 (median of 6.1, 5.0, 5.4) |" in text
+    found = {t["target"]: t["value"] for t in targets({"fleet": _tier("c", 3.1, fleet)})}
+    assert found["fleet40: one table changed within 1.5x that table's run alone"] == "1.64x"
