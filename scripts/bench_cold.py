@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import zlib
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
@@ -572,8 +572,12 @@ def markdown(results: Dict[str, Any]) -> str:
             lines.append(f"| {w['name']} ({w['rows']:,} rows) | " + " | ".join(cells) + " |")
     if "fleet" in tiers:
         t = tiers["fleet"]
-        runs = "; ".join(f"{w['tables']} tables: `{w.get('command', t['command'])}`, bare Spark start "
-                         f"{w.get('bare_s', t['bare_s']):.1f} s" for w in t["workloads"])
+        groups: Dict[Tuple[str, float], List[str]] = {}  # namespaces measured by one command
+        for w in t["workloads"]:
+            groups.setdefault((w.get("command", t["command"]), w.get("bare_s", t["bare_s"])), []).append(
+                str(w["tables"]))
+        runs = "; ".join(f"{' and '.join(sizes)} tables: `{cmd}`, bare Spark start {bare:.1f} s"
+                         for (cmd, bare), sizes in groups.items())
         lines += ["", f"**fleet** ({runs}). Cold seconds per run of a whole namespace:", "",
                   "| namespace | run | tables changed | this project (cow) | OLake's script |", "|---|---|---|---|---|"]
         for f in t["workloads"]:

@@ -56,3 +56,10 @@ def test_a_repeated_short_run_reports_its_median_run_and_every_time() -> None:
     assert "| 5.4 (median of 6.1, 5.0, 5.4) |" in text
     found = {t["target"]: t["value"] for t in targets({"fleet": _tier("c", 3.1, fleet)})}
     assert found["fleet40: one table changed within 1.5x that table's run alone"] == "1.64x"
+
+
+def test_namespaces_measured_by_one_command_are_named_once() -> None:
+    tier = _tier("bench --fleet 40,200", 1.9, _fleet(40, 0.5, 2.6, 2.8, 15.6, 53.8),
+                 _fleet(200, 1.2, 2.7, 3.8, 57.1, 176.4))
+    text = markdown({"tiers": {"fleet": merged_tier("fleet", None, tier)}})
+    assert "40 and 200 tables: `bench --fleet 40,200`, bare Spark start 1.9 s)" in text
