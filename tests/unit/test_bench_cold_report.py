@@ -63,3 +63,20 @@ def test_namespaces_measured_by_one_command_are_named_once() -> None:
                  _fleet(200, 1.2, 2.7, 3.8, 57.1, 176.4))
     text = markdown({"tiers": {"fleet": merged_tier("fleet", None, tier)}})
     assert "40 and 200 tables: `bench --fleet 40,200`, bare Spark start 1.9 s)" in text
+
+
+def _table(name: str, rows: int, key: str, skew: str, dv: float, cow: float) -> dict:
+    return {"name": name, "rows": rows, "key": key, "skew": skew, "incremental_s": {"dv": dv, "cow": cow},
+            "full_load": {}, "rewritten": {}}
+
+
+def test_growth_is_judged_only_between_runs_on_a_machine_of_the_same_speed() -> None:
+    single = {"bare_s": 1.9, "workloads": [_table("single_decimal_recent", 10**6, "decimal", "recent", 4.2, 5.2)]}
+    large = {"bare_s": 3.6, "workloads": [_table("large_decimal_recent", 16 * 10**6, "decimal", "recent", 9.3, 6.0)]}
+    found = {t["target"]: t for t in targets({"single": single, "large": large})}
+    dv = found["dv at 16M rows at most 1.5x its time at 1M: decimal recent (not comparable: bare Spark starts "
+               "3.6 s at 16M, 1.9 s at 1M)"]
+    assert (dv["value"], dv["met"]) == ("2.21x", None)
+    found = {t["target"]: t["met"] for t in targets({"single": single, "large": dict(large, bare_s=2.1)})}
+    assert found["dv at 16M rows at most 1.5x its time at 1M: decimal recent"] is False
+    assert found["cow at 16M rows at most 1.5x its time at 1M: decimal recent"] is True
