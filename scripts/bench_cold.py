@@ -45,8 +45,8 @@ CATALOG = "bench"
 COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),
            ("created", "timestamp"), ("customer", "string"), ("address", "string")]
 TIERS = ("single", "partitioned", "fleet", "large")
-# OLake's script: as it is run (a stock JVM) and with the job's JVM settings; the namespace suffix of its copy
 REPEATS = 3  # a fleet's short runs, each the median of this many
+# OLake's script: as it is run (a stock JVM) and with the job's JVM settings; the namespace suffix of its copy
 SCRIPT_NS = {"script": "_s", "script_tuned": "_st"}
 EPOCH_S = 1_700_000_000
 SPACING_S = 5  # row i was created at EPOCH_S + i * SPACING_S: 1M rows span 58 days
@@ -523,11 +523,10 @@ def targets(tiers: Dict[str, Any]) -> List[Dict[str, Any]]:
         for fmt in ("dv", "cow"):
             if base and fmt in w["incremental_s"] and (fmt == "dv" or w["skew"] == "recent"):
                 growth = w["incremental_s"][fmt] / max(base["incremental_s"][fmt], 0.01)
-                add(f"{fmt} at {w['rows'] // 1_000_000}M rows at most 1.5x its time at "
-                    f"{base['rows'] // 1_000_000}M: {w['key']} {w['skew']}"
-                    + ("" if alike else f" (not comparable: bare Spark starts {starts[1]:.1f} s at "
-                       f"{w['rows'] // 1_000_000}M, {starts[0]:.1f} s at {base['rows'] // 1_000_000}M)"),
-                    growth, growth <= 1.5 if alike else None)
+                big, one = f"{w['rows'] // 1_000_000}M", f"{base['rows'] // 1_000_000}M"
+                add(f"{fmt} at {big} rows at most 1.5x its time at {one}: {w['key']} {w['skew']}"
+                    + ("" if alike else f" (not comparable: bare Spark starts {starts[1]:.1f} s at {big}, "
+                       f"{starts[0]:.1f} s at {one})"), growth, growth <= 1.5 if alike else None)
     for f in tiers.get("fleet", {}).get("workloads", []):
         runs = f["runs"]
         if "cow" in runs.get("nothing changed", {}):
