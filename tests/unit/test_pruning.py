@@ -8,6 +8,7 @@ from olake_cow.core.pruning import (
     counts_touched_files,
     cow_write,
     key_partition_sql,
+    lists_keys,
     merge_intervals,
     merge_shape,
     rewrites_whole,
@@ -123,3 +124,14 @@ def test_a_partitioned_mirror_counts_its_touched_files_only_for_a_change_of_many
     some = MergeShape((("0", "4"),), touched=9, files=10, touched_bytes=9 << 20, bytes=10 << 20)
     assert not counts_touched_files(some, partitioned=True, keys=800, most_keys=20_000)  # metrics rule a file out
     assert not counts_touched_files(MergeShape((), 0, 0), partitioned=True, keys=80, most_keys=20_000)
+
+
+def test_a_dv_merge_lists_its_keys_only_while_few_files_read_the_list():
+    few = MergeShape((("0", "9"),), touched=8, files=8, touched_bytes=55 << 20, bytes=55 << 20)
+    assert lists_keys(few, keys=5_000, most_keys=20_000)  # 40,000 key-files: the list spares the shuffle
+    many = MergeShape((("0", "f"),), touched=236, files=236, touched_bytes=60 << 20, bytes=60 << 20)
+    assert not lists_keys(many, keys=5_000, most_keys=20_000)  # each of 236 files would bind 5,000 keys
+    assert lists_keys(many, keys=2_000, most_keys=20_000)  # 472,000: still within the budget
+    assert not lists_keys(few, keys=20_001, most_keys=20_000)  # too many keys to list at all
+    assert not lists_keys(MergeShape((), 0, 8), keys=10, most_keys=20_000)  # no file can hold a change
+    assert not lists_keys(few, keys=0, most_keys=20_000)  # nothing to list
