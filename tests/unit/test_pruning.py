@@ -129,9 +129,9 @@ def test_a_partitioned_mirror_counts_its_touched_files_only_for_a_change_of_many
 def test_a_dv_merge_lists_its_keys_only_while_few_files_read_the_list():
     few = MergeShape((("0", "9"),), touched=8, files=8, touched_bytes=55 << 20, bytes=55 << 20)
     assert lists_keys(few, keys=5_000, most_keys=20_000)  # 40,000 key-files: the list spares the shuffle
-    many = MergeShape((("0", "f"),), touched=236, files=236, touched_bytes=60 << 20, bytes=60 << 20)
-    assert not lists_keys(many, keys=5_000, most_keys=20_000)  # each of 236 files would bind 5,000 keys
-    assert lists_keys(many, keys=2_000, most_keys=20_000)  # 472,000: still within the budget
+    many = MergeShape((("0", "f"),), touched=600, files=600, touched_bytes=60 << 20, bytes=60 << 20)
+    assert not lists_keys(many, keys=5_000, most_keys=20_000)  # each of 600 files would bind 5,000 keys
+    assert lists_keys(many, keys=2_500, most_keys=20_000)  # 1,500,000: still within the budget
     assert not lists_keys(few, keys=20_001, most_keys=20_000)  # too many keys to list at all
     assert not lists_keys(MergeShape((), 0, 8), keys=10, most_keys=20_000)  # no file can hold a change
     assert not lists_keys(few, keys=0, most_keys=20_000)  # nothing to list
