@@ -189,7 +189,7 @@ def lists_keys(shape: MergeShape, keys: int, most_keys: int) -> bool:
     touched files, but every file's reader binds and applies it: its cost grows with keys times
     touched files. Measured with 5,000 keys on 1M rows, cold: with 8 files, or 48 bucket files,
     the list saves 0.2-0.7 s a run; on a day-partitioned mirror it is within the noise at 118-236
-    files and costs 0.4-2.7 s at about 300-400 files and 3-5 s at 600-900 (15 ms of CPU a file
-    task). Listed while keys x touched files stays within 1,500,000."""
+    files and costs 0.4-2.7 s at 350-650 files and 3-4 s at 700-1,100 (15 ms of CPU a file task).
+    Listed while keys x touched files stays within 1,500,000."""
     return (shape.intervals != () and 0 < keys <= most_keys
             and keys * max(1, shape.touched) <= LISTED_KEY_FILES)
