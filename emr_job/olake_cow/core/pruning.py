@@ -187,9 +187,9 @@ def lists_keys(shape: MergeShape, keys: int, most_keys: int) -> bool:
     """Whether a dv merge filters the mirror's rows by an IN list of its `keys` (at most
     `most_keys`) before its join. The list spares the join's shuffle the unmatched rows of the
     touched files, but every file's reader binds and applies it: its cost grows with keys times
-    touched files. Measured with 5,000 keys on 1M rows, cold: with 8 files, or 48 bucket files,
-    the list saves 0.2-0.7 s a run; on a day-partitioned mirror it is within the noise at 118-236
-    files and costs 0.4-2.7 s at 350-650 files and 3-4 s at 700-1,100 (15 ms of CPU a file task).
-    Listed while keys x touched files stays within 1,500,000."""
+    touched files. Measured with 5,000 keys on 1M rows, cold: with 8 files, or 48-160 bucket files
+    (in three pairs of runs of four), the list saves 0.2-0.7 s a run; on a day-partitioned mirror
+    it is within the noise at 118-236 files and costs 0.4-2.7 s at 350-650 files and 3-4 s at
+    700-1,100 (15 ms of CPU a file task). Listed while keys x touched files stays within 1,500,000."""
     return (shape.intervals != () and 0 < keys <= most_keys
-            and keys * max(1, shape.touched) <= LISTED_KEY_FILES)
+            and keys * shape.touched <= LISTED_KEY_FILES)
