@@ -19,8 +19,14 @@ on its own copy of each source: it truncates its source), copy (CREATE TABLE AS 
 resolved source, with its partition spec: the floor of a full load). Writes docs/bench-cold.json
 and the cold section of docs/BENCHMARKS.md.
 
+Locally every process is one JVM doing both the driver's and the executors' work, with the job's
+short-run driver options (C1 only). On EMR Serverless the executors are JVMs of their own on
+Java's defaults (C2). --executor-memory 8g runs each process that way (Spark's local-cluster
+master: one worker, an executor JVM of that memory) and stores its tiers apart (<tier>_executors).
+
     .venv/bin/python scripts/bench_cold.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
     .venv/bin/python scripts/bench_cold.py --tiers fleet --fleet 40 --script ...
+    .venv/bin/python scripts/bench_cold.py --tiers single,large --executor-memory 8g --script ...
     .venv/bin/python scripts/bench_cold.py --quick       # small sizes: checks the harness
 """
 import argparse
@@ -52,6 +58,9 @@ EPOCH_S = 1_700_000_000
 SPACING_S = 5  # row i was created at EPOCH_S + i * SPACING_S: 1M rows span 58 days
 MARK_START, MARK_END = "<!-- bench:cold -->", "<!-- /bench:cold -->"
 RESULTS = os.path.join(ROOT, "docs", "bench-cold.json")
+EXECUTORS = "_executors"  # the stored tier of a run with --executor-memory
+# A child's master and executor memory (--executor-memory), read in the child: bench settings, not the job's
+MASTER_ENV, EXECUTOR_MEMORY_ENV = "OLAKE_COW_BENCH_MASTER", "OLAKE_COW_BENCH_EXECUTOR_MEMORY"
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -71,6 +80,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--memory", default="6g", help="driver memory of every process (default 6g)")
     p.add_argument("--java-options", default="", metavar="OPTS",
                    help="JVM options of every process: '' the job's short-run defaults (core/jvm.py), 'none' none")
+    p.add_argument("--executor-memory", default="", metavar="MEM",
+                   help="run the data work in an executor JVM of its own with this much memory (e.g. 8g; "
+                        "Spark's local-cluster master, one worker of every core), on Java's defaults (C2) as EMR "
+                        "Serverless's executors have them, while the driver keeps the job's settings; its tiers "
+                        "are stored as <tier>" + EXECUTORS + " (default: one JVM, local[*])")
     p.add_argument("--class-archive", default="train", metavar="train|none|PATH",
                    help="driver class archive of every process (core/jvm.py): 'train' one for this bench "
                         "(scripts/class_archive.py, as the job image does), 'none' none, or an archive's path")
@@ -85,7 +99,29 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     bad = set(args.tiers) - set(TIERS)
     if bad:
         p.error(f"--tiers: unknown {sorted(bad)}; choose from {', '.join(TIERS)}")
+    if args.executor_memory:
+        if "fleet" in args.tiers:
+            p.error("--executor-memory: the fleet tier's runs are the driver's work; measure the single, "
+                    "partitioned and large tiers with it")
+        try:
+            executor_master(args.executor_memory, 1)
+        except ValueError as exc:
+            p.error(f"--executor-memory: {exc}")
     return args
+
+
+def executor_master(memory: str, cores: int) -> str:
+    """Spark's local-cluster master for one worker of `cores` cores and an executor of `memory`."""
+    units = {"m": 1, "g": 1024}
+    text = memory.strip().lower()
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) == 0:
+        raise ValueError(f"{memory!r} is not a size such as 8g or 4096m")
+    return f"local-cluster[1,{cores},{int(text[:-1]) * units[text[-1]]}]"
+
+
+def tier_key(tier: str, executors: bool) -> str:
+    """Where a tier's figures are stored: runs with an executor JVM apart from one-JVM runs."""
+    return tier + (EXECUTORS if executors else "")
 
 
 def md5_key(i: int) -> str:
@@ -117,13 +153,17 @@ def source_frame(spark: Any, rows: int, key: str) -> Any:
 class Processes:
     """Starts each run as its own Python + JVM process and times it from the outside."""
 
-    def __init__(self, work: str, dest_path: str, memory: str, java_options: str = "", archive: str = "") -> None:
+    def __init__(self, work: str, dest_path: str, memory: str, java_options: str = "", archive: str = "",
+                 executor_memory: str = "") -> None:
         self.work, self.dest_path = work, dest_path
         path = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
         from olake_cow.spark.session import CLASS_ARCHIVE_ENV
 
         self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path),
                         OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options, **{CLASS_ARCHIVE_ENV: archive})
+        if executor_memory:  # executors are JVMs of their own, on Java's defaults; Python workers use this Python
+            self.env.update({MASTER_ENV: executor_master(executor_memory, os.cpu_count() or 2),
+                             EXECUTOR_MEMORY_ENV: executor_memory, "PYSPARK_PYTHON": sys.executable})
         # OLake's script as it is run: Spark's stock driver JVM (no short-run options, no class archive)
         self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none", **{CLASS_ARCHIVE_ENV: ""})
         self.bare_s = self.stock_bare_s = 0.0
@@ -188,17 +228,20 @@ def _phases(tables: Sequence[Dict[str, Any]]) -> Dict[str, float]:
 def child(argv: List[str]) -> int:
     """The body of one timed process."""
     kind, rest = argv[0], argv[1:]
+    master = os.environ.get(MASTER_ENV, "")
+    executor = {"spark.executor.memory": os.environ.get(EXECUTOR_MEMORY_ENV, "")} if master else {}
     if kind == "job":
         from olake_cow.cli import main as job_main
 
-        return job_main(rest)
+        return job_main(rest + ([f"--spark-master={master}"] if master else [])
+                        + [f"--spark-conf={k}={v}" for k, v in executor.items()])
     from olake_cow.core.config import parse_destination
     from olake_cow.core.identifiers import qualified
     from olake_cow.spark.session import build_session
 
     with open(rest[0], encoding="utf-8") as f:
         cfg = parse_destination(f.read())
-    spark = build_session(cfg, f"bench {kind}")
+    spark = build_session(cfg, f"bench {kind}", master or None, executor)
     if kind == "copy":
         ns, table, partition_by = rest[1], rest[2], rest[3:]
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.`{ns}_copy`")
@@ -304,7 +347,8 @@ class Bench:
         self.dest_path = write_destination(os.path.join(work, "destination.json"), dest)
         self.root, self.cfg = local_session(dest, {"spark.sql.shuffle.partitions": "8"})
         self.spark = writer_session(self.root, self.cfg)
-        self.procs = Processes(work, self.dest_path, args.memory, args.java_options, self._archive(args, work))
+        self.procs = Processes(work, self.dest_path, args.memory, args.java_options, self._archive(args, work),
+                               args.executor_memory)
 
     @staticmethod
     def _archive(args: argparse.Namespace, work: str) -> str:
@@ -480,7 +524,8 @@ def _line(results: Dict[str, Dict[str, Any]]) -> str:
 
 
 def _settings(a: argparse.Namespace, tier: str) -> Dict[str, Any]:
-    keep = ("changes", "recent", "cycles", "systems", "memory", "java_options", "class_archive", "quick")
+    keep = ("changes", "recent", "cycles", "systems", "memory", "java_options", "class_archive", "executor_memory",
+            "quick")
     s = {k: getattr(a, k) for k in keep}
     s["rows"] = a.large_rows if tier == "large" else a.rows
     if tier == "fleet":
@@ -489,36 +534,23 @@ def _settings(a: argparse.Namespace, tier: str) -> Dict[str, Any]:
 
 
 # --- targets and the report ---------------------------------------------------------------------
-def targets(tiers: Dict[str, Any]) -> List[Dict[str, Any]]:
-    out: List[Dict[str, Any]] = []
+EXECUTORS_NOTE = " (data work in an executor JVM)"
 
-    def add(text: str, value: float, met: Optional[bool], unit: str = "x") -> None:
-        out.append({"target": text, "value": f"{value:.2f}{unit}", "met": None if met is None else bool(met)})
 
-    for tier in ("single", "partitioned", "large"):
-        for w in tiers.get(tier, {}).get("workloads", []):
-            inc, full = w["incremental_s"], w["full_load"]
-            if "script" in inc and "dv" in inc and tier != "large":
-                add(f"dv at least 3x the script: {w['name']}", inc["script"] / max(inc["dv"], 0.01),
-                    inc["script"] >= 3 * inc["dv"])
-            if "script" in inc and "cow" in inc:
-                need = 2.0 if (w["key"], w["skew"]) == ("decimal", "recent") and tier == "single" else 1.0
-                add(f"cow {'at least 2x' if need > 1 else 'no slower than'} the script: {w['name']}",
-                    inc["script"] / max(inc["cow"], 0.01), inc["script"] >= need * inc["cow"])
-            if "script_tuned" in inc and tier != "large":  # not a target: the script given the job's JVM settings
-                for fmt in ("dv", "cow"):
-                    if fmt in inc:
-                        add(f"(not a target) {fmt} against the script run with the job's JVM settings: {w['name']}",
-                            inc["script_tuned"] / max(inc[fmt], 0.01), None)
-            if "copy" in full and "cow" in full:
-                add(f"full load within 1.3x a plain copy: {w['name']}", full["cow"]["s"] / max(full["copy"]["s"], 0.01),
-                    full["cow"]["s"] <= 1.3 * full["copy"]["s"])
-    small = {w["name"].split("_", 1)[1]: w for w in tiers.get("single", {}).get("workloads", [])}
+def _table_tiers(tiers: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """The stored single-table tiers in report order, each with what its targets' text adds."""
+    return [(base + suffix, EXECUTORS_NOTE if suffix else "") for suffix in ("", EXECUTORS)
+            for base in ("single", "partitioned", "large") if base + suffix in tiers]
+
+
+def _growth(tiers: Dict[str, Any], small_tier: str, large_tier: str, add: Any) -> None:
+    """dv's and cow's growth from the small tier's runs to the large tier's."""
+    small = {w["name"].split("_", 1)[1]: w for w in tiers.get(small_tier, {}).get("workloads", [])}
     # Growth compares two tiers' runs: only when they ran on a machine of the same speed (their bare
     # Spark starts within 25%); otherwise it is shown, not judged.
-    starts = [tiers.get(t, {}).get("bare_s") or 0.0 for t in ("single", "large")]
+    starts = [tiers.get(t, {}).get("bare_s") or 0.0 for t in (small_tier, large_tier)]
     alike = min(starts) > 0 and max(starts) <= 1.25 * min(starts)
-    for w in tiers.get("large", {}).get("workloads", []):
+    for w in tiers.get(large_tier, {}).get("workloads", []):
         base = small.get(w["name"].split("_", 1)[1])
         for fmt in ("dv", "cow"):
             if base and fmt in w["incremental_s"] and (fmt == "dv" or w["skew"] == "recent"):
@@ -527,6 +559,43 @@ def targets(tiers: Dict[str, Any]) -> List[Dict[str, Any]]:
                 add(f"{fmt} at {big} rows at most 1.5x its time at {one}: {w['key']} {w['skew']}"
                     + ("" if alike else f" (not comparable: bare Spark starts {starts[1]:.1f} s at {big}, "
                        f"{starts[0]:.1f} s at {one})"), growth, growth <= 1.5 if alike else None)
+
+
+def targets(tiers: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+
+    def add(text: str, value: float, met: Optional[bool], unit: str = "x") -> None:
+        out.append({"target": text, "value": f"{value:.2f}{unit}", "met": None if met is None else bool(met)})
+
+    def noted(first: int, note: str) -> None:  # what the targets added since `first` measured
+        for t in out[first:]:
+            t["target"] += note
+
+    for tier, note in _table_tiers(tiers):
+        first = len(out)
+        for w in tiers[tier]["workloads"]:
+            inc, full = w["incremental_s"], w["full_load"]
+            if "script" in inc and "dv" in inc and not tier.startswith("large"):
+                add(f"dv at least 3x the script: {w['name']}", inc["script"] / max(inc["dv"], 0.01),
+                    inc["script"] >= 3 * inc["dv"])
+            if "script" in inc and "cow" in inc:
+                need = 2.0 if (w["key"], w["skew"]) == ("decimal", "recent") and tier.startswith("single") else 1.0
+                add(f"cow {'at least 2x' if need > 1 else 'no slower than'} the script: {w['name']}",
+                    inc["script"] / max(inc["cow"], 0.01), inc["script"] >= need * inc["cow"])
+            # not a target: the script given the job's JVM settings
+            if "script_tuned" in inc and not tier.startswith("large"):
+                for fmt in ("dv", "cow"):
+                    if fmt in inc:
+                        add(f"(not a target) {fmt} against the script run with the job's JVM settings: {w['name']}",
+                            inc["script_tuned"] / max(inc[fmt], 0.01), None)
+            if "copy" in full and "cow" in full:
+                add(f"full load within 1.3x a plain copy: {w['name']}", full["cow"]["s"] / max(full["copy"]["s"], 0.01),
+                    full["cow"]["s"] <= 1.3 * full["copy"]["s"])
+        noted(first, note)
+    for suffix in ("", EXECUTORS):
+        first = len(out)
+        _growth(tiers, "single" + suffix, "large" + suffix, add)
+        noted(first, EXECUTORS_NOTE if suffix else "")
     for f in tiers.get("fleet", {}).get("workloads", []):
         runs = f["runs"]
         if "cow" in runs.get("nothing changed", {}):
@@ -556,14 +625,14 @@ def markdown(results: Dict[str, Any]) -> str:
              "stock JVM, and (not a target) with the job's settings.", "",
              "| target | measured | met |", "|---|---|---|"]
     lines += [f"| {t['target']} | {t['value']} | {_met(t['met'])} |" for t in targets(tiers)]
-    for tier in ("single", "partitioned", "large"):
-        if tier not in tiers:
-            continue
+    for tier, note in _table_tiers(tiers):
         t = tiers[tier]
         systems = [s for s in ("cow", "dv", "script", "script_tuned")
                    if any(s in w["incremental_s"] for w in t["workloads"])]
-        lines += ["", f"**{tier}** (`{t['command']}`; bare Spark start {t['bare_s']:.1f} s, the script's stock JVM "
-                      f"{t.get('script_bare_s', 0):.1f} s; tier took "
+        where = (f", data work in an executor JVM of {t['settings']['executor_memory']} on Java's defaults, the "
+                 "driver with the job's settings" if note else "")
+        lines += ["", f"**{tier}** (`{t['command']}`{where}; bare Spark start {t['bare_s']:.1f} s, the script's "
+                      f"stock JVM {t.get('script_bare_s', 0):.1f} s; tier took "
                       f"{t['total_s'] / 60:.0f} min). Median incremental run and full load, cold seconds; mirror "
                       "files rewritten per incremental run:", "",
                   "| workload | " + " | ".join(f"{LABELS.get(s, s)} run" for s in systems) + " | " +
@@ -638,7 +707,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def keep(tier: str, value: Dict[str, Any]) -> None:
         value["command"] = command
-        stored["tiers"][tier] = merged_tier(tier, stored["tiers"].get(tier), value)
+        key = tier_key(tier, bool(args.executor_memory))
+        stored["tiers"][key] = merged_tier(key, stored["tiers"].get(key), value)
         stored["targets"] = targets(stored["tiers"])
         if not args.no_doc and not args.quick:
             with open(RESULTS, "w", encoding="utf-8") as f:

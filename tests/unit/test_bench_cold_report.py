@@ -80,3 +80,36 @@ def test_growth_is_judged_only_between_runs_on_a_machine_of_the_same_speed() -> 
     found = {t["target"]: t["met"] for t in targets({"single": single, "large": dict(large, bare_s=2.1)})}
     assert found["dv at 16M rows at most 1.5x its time at 1M: decimal recent"] is False
     assert found["cow at 16M rows at most 1.5x its time at 1M: decimal recent"] is True
+
+
+def test_runs_with_an_executor_jvm_are_kept_and_judged_apart_from_one_jvm_runs() -> None:
+    from bench_cold import executor_master, tier_key
+
+    assert executor_master("8g", 2) == "local-cluster[1,2,8192]"
+    assert executor_master("4096m", 4) == "local-cluster[1,4,4096]"
+    for bad in ("8", "0g", "8x", "g", "-1g"):
+        try:
+            executor_master(bad, 2)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} was taken as a size")
+    assert (tier_key("large", False), tier_key("large", True)) == ("large", "large_executors")
+
+    def tier(name: str, rows: int, bare: float, dv: float, cow: float, executors: str = "") -> dict:
+        return {"command": "c", "bare_s": bare, "total_s": 60, "settings": {"executor_memory": executors},
+                "workloads": [_table(name, rows, "decimal", "recent", dv, cow)]}
+
+    tiers = {"single": tier("single_decimal_recent", 10**6, 1.9, 4.0, 5.0),
+             "large": tier("large_decimal_recent", 16 * 10**6, 1.9, 4.0, 8.0),  # cow 1.6x: not met
+             "single_executors": tier("single_decimal_recent", 10**6, 3.0, 5.0, 6.0, "8g"),
+             "large_executors": tier("large_decimal_recent", 16 * 10**6, 3.2, 5.5, 7.2, "8g")}  # 1.1x, 1.2x
+    found = {t["target"]: t["met"] for t in targets(tiers)}
+    note = " (data work in an executor JVM)"
+    assert found["cow at 16M rows at most 1.5x its time at 1M: decimal recent"] is False
+    assert found["cow at 16M rows at most 1.5x its time at 1M: decimal recent" + note] is True
+    assert found["dv at 16M rows at most 1.5x its time at 1M: decimal recent" + note] is True
+    # no growth across the two kinds of run: only the one-JVM pair and the executor pair
+    assert sum("at 16M rows" in t for t in found) == 4
+    text = markdown({"tiers": tiers})
+    assert "**large_executors** (`c`, data work in an executor JVM of 8g on Java's defaults" in text
+    assert "**large** (`c`; bare Spark start 1.9 s" in text
