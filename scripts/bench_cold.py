@@ -164,15 +164,23 @@ class Processes:
         if executor_memory:  # executors are JVMs of their own, on Java's defaults; Python workers use this Python
             self.env.update({MASTER_ENV: executor_master(executor_memory, os.cpu_count() or 2),
                              EXECUTOR_MEMORY_ENV: executor_memory, "PYSPARK_PYTHON": sys.executable})
+        self.executors = bool(executor_memory)
         # OLake's script as it is run: Spark's stock driver JVM (no short-run options, no class archive)
         self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none", **{CLASS_ARCHIVE_ENV: ""})
         self.bare_s = self.stock_bare_s = 0.0
 
     def _run(self, *args: str, stock: bool = False) -> float:
+        spark_work = _spark_work() if self.executors else ""
+        before = set(os.listdir(spark_work)) if os.path.isdir(spark_work) else set()
         t0 = time.monotonic()
         done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *args],
                               env=self.stock_env if stock else self.env, capture_output=True, text=True)
         wall = time.monotonic() - t0
+        if os.path.isdir(spark_work):
+            # A local cluster's executors keep their copy of the jars and their logs under Spark's home
+            # (its worker takes no other folder): about 40 MB a process, removed after each.
+            for app in set(os.listdir(spark_work)) - before:
+                shutil.rmtree(os.path.join(spark_work, app), ignore_errors=True)
         if done.returncode != 0:
             raise SystemExit(f"bench: child {args[:3]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
         return wall
@@ -214,6 +222,13 @@ class Processes:
     def copy(self, ns: str, table: str, partition_by: Sequence[str] = ()) -> Dict[str, Any]:
         wall = self._run("copy", self.dest_path, ns, table, *partition_by)
         return {"s": round(wall - self.bare_s, 2), "wall_s": round(wall, 2)}
+
+
+def _spark_work() -> str:
+    """Where a local cluster's worker puts its executors' folders: <Spark's home>/work."""
+    import pyspark
+
+    return os.path.join(os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__)), "work")
 
 
 def _phases(tables: Sequence[Dict[str, Any]]) -> Dict[str, float]:

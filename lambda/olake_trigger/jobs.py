@@ -10,7 +10,13 @@ from typing import Any, Dict, Optional, Union
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.errors import ConfigError
 from olake_cow.core.job_request import JobRequest, job_argv
-from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS_KEY, class_archive_option, driver_java_options
+from olake_cow.core.jvm import (
+    DRIVER_JAVA_OPTIONS_KEY,
+    EXECUTOR_JAVA_OPTIONS_KEY,
+    class_archive_option,
+    driver_java_options,
+    executor_java_options,
+)
 from olake_cow.core.maintenance import MaintenanceOptions
 from olake_cow.core.modes import MirrorFormat, SourceMode
 
@@ -105,9 +111,11 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
     java = driver_java_options(settings.driver_java_options)
     if settings.class_archive:  # the job image's archive (infra/image): used if the JVM matches it, else ignored
         java = f"{java} {class_archive_option(settings.class_archive, exists=True)}".strip()
-    if java:  # spark-defaults, not sparkSubmitParameters: a value with spaces needs no quoting there
-        overrides["applicationConfiguration"] = [
-            {"classification": "spark-defaults", "properties": {DRIVER_JAVA_OPTIONS_KEY: java}}]
+    jvm = {key: value for key, value in ((DRIVER_JAVA_OPTIONS_KEY, java),
+                                         (EXECUTOR_JAVA_OPTIONS_KEY, executor_java_options(settings.class_archive)))
+           if value}
+    if jvm:  # spark-defaults, not sparkSubmitParameters: a value with spaces needs no quoting there
+        overrides["applicationConfiguration"] = [{"classification": "spark-defaults", "properties": jvm}]
     if overrides:
         request["configurationOverrides"] = overrides
     return request

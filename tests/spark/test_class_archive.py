@@ -1,6 +1,7 @@
 """A driver class archive (scripts/class_archive.py, core/jvm.py) speeds a run up and changes
 nothing it writes; an archive that does not fit the JVM is ignored, not fatal."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -50,3 +51,28 @@ def test_a_run_with_a_trained_or_a_foreign_class_archive_mirrors_the_same(spark,
     _commit(lake, 10)
     _run(lake, foreign)  # not an archive at all
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
+    # Executors of their own (a local cluster, as EMR runs them) map the driver's archive too
+    _commit(lake, 20)
+    stderr = _executor_stderr(lambda: _run(lake, archive, "--spark-master", "local-cluster[1,1,1024]"))
+    assert f"-XX:SharedArchiveFile={archive}" in stderr  # the executor's command line
+    assert "unable to use shared archive" not in stderr.lower()
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+
+
+def _executor_stderr(run) -> str:
+    """What the executors of a local cluster started by `run()` wrote to stderr (their command line
+    first); their folders under Spark's home are removed after."""
+    import pyspark
+
+    work = os.path.join(os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__)), "work")
+    before = set(os.listdir(work)) if os.path.isdir(work) else set()
+    run()
+    text = ""
+    for app in sorted(set(os.listdir(work)) - before):
+        for folder, _, files in os.walk(os.path.join(work, app)):
+            if "stderr" in files:
+                with open(os.path.join(folder, "stderr"), encoding="utf-8", errors="replace") as f:
+                    text += f.read()
+        shutil.rmtree(os.path.join(work, app), ignore_errors=True)
+    assert text, "no executor ran"
+    return text

@@ -3,7 +3,7 @@ import pytest
 
 from olake_cow.core.config import parse_destination
 from olake_cow.core.errors import ConfigError
-from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, class_archive_option
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, class_archive_option, executor_java_options
 from olake_cow.spark.session import CLASS_ARCHIVE_ENV, launch_conf
 
 pytestmark = pytest.mark.unit
@@ -44,3 +44,23 @@ def test_a_bad_archive_setting_is_a_config_error(monkeypatch):
     monkeypatch.setenv(CLASS_ARCHIVE_ENV, "/a b/driver.jsa")
     with pytest.raises(ConfigError, match=CLASS_ARCHIVE_ENV):
         launch_conf(CFG, local=True)
+
+
+def test_executors_get_the_archive_only_with_one():
+    assert executor_java_options("") == ""
+    assert executor_java_options("/a/driver.jsa") == "-XX:+ExitOnOutOfMemoryError -XX:SharedArchiveFile=/a/driver.jsa"
+    with pytest.raises(ValueError, match="archive path"):
+        executor_java_options("/a b/driver.jsa")
+
+
+def test_a_local_cluster_gives_its_executors_the_archive_on_the_drivers_class_path(monkeypatch, tmp_path):
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"x")
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, str(archive))
+    conf = launch_conf(CFG, local=True, master="local-cluster[1,2,1024]")
+    assert conf["spark.executor.extraJavaOptions"].endswith(f"-XX:SharedArchiveFile={archive}")
+    assert conf["spark.executor.extraClassPath"] == conf["spark.driver.extraClassPath"]  # the archive needs it
+    for master in (None, "local[2]"):  # the driver runs the tasks: no executor JVM to give options
+        assert "spark.executor.extraJavaOptions" not in launch_conf(CFG, local=True, master=master)
+    monkeypatch.delenv(CLASS_ARCHIVE_ENV)
+    assert "spark.executor.extraJavaOptions" not in launch_conf(CFG, local=True, master="local-cluster[1,2,1024]")

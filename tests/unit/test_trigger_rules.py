@@ -133,6 +133,21 @@ def test_a_job_image_with_a_class_archive_gives_the_driver_its_archive(options, 
     assert _driver_options(env) == [expected]
 
 
+@pytest.mark.parametrize("archive, expected", [
+    ("/usr/lib/olake-cow/driver.jsa",
+     "-XX:+ExitOnOutOfMemoryError -XX:SharedArchiveFile=/usr/lib/olake-cow/driver.jsa"),
+    ("", None)])
+def test_the_executors_get_the_job_images_archive_and_nothing_without_one(archive, expected):
+    cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt"})
+    req = jobs.start_job_run_request(from_env({**ENV, "JOB_CLASS_ARCHIVE": archive}), cfg, "sales", Tables(("a",)),
+                                     "w", jobs.RunOptions("direct"))
+    apps = req.get("configurationOverrides", {}).get("applicationConfiguration", [])
+    found = [a["properties"].get("spark.executor.extraJavaOptions") for a in apps
+             if a["classification"] == "spark-defaults"]
+    assert found == [expected]  # without an archive EMR's own executor options stay
+    assert "extraJavaOptions" not in req["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
+
+
 @pytest.mark.parametrize("path", ["driver.jsa", "/usr/lib/olake cow/driver.jsa"])
 def test_a_class_archive_path_must_be_absolute_and_without_spaces(path):
     with pytest.raises(ConfigError, match="JOB_CLASS_ARCHIVE"):

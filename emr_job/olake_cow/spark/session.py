@@ -11,7 +11,13 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
-from ..core.jvm import DRIVER_JAVA_OPTIONS_KEY, class_archive_option, driver_java_options
+from ..core.jvm import (
+    DRIVER_JAVA_OPTIONS_KEY,
+    EXECUTOR_JAVA_OPTIONS_KEY,
+    class_archive_option,
+    driver_java_options,
+    executor_java_options,
+)
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 # A driver class archive for local runs (core/jvm.py): e.g. what `make bench` trains.
@@ -119,6 +125,12 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
         conf["spark.jars"] = ",".join(jars)
     if classpath:
         conf["spark.driver.extraClassPath"] = os.pathsep.join(classpath)
+    archive = os.environ.get(CLASS_ARCHIVE_ENV, "")
+    if local and (master or "").startswith("local-cluster") and archive and os.path.exists(archive):
+        # Executors of their own (a local cluster, as EMR runs them): the driver's archive too,
+        # on the driver's class path, which the archive requires.
+        conf[EXECUTOR_JAVA_OPTIONS_KEY] = executor_java_options(archive)
+        conf["spark.executor.extraClassPath"] = os.pathsep.join(classpath)
     for key, value in (extra or {}).items():
         conf[key] = value
     return conf
