@@ -170,17 +170,17 @@ class Processes:
         self.bare_s = self.stock_bare_s = 0.0
 
     def _run(self, *args: str, stock: bool = False) -> float:
-        spark_work = _spark_work() if self.executors else ""
-        before = set(os.listdir(spark_work)) if os.path.isdir(spark_work) else set()
+        folder = spark_work() if self.executors else ""
+        before = set(os.listdir(folder)) if os.path.isdir(folder) else set()
         t0 = time.monotonic()
         done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *args],
                               env=self.stock_env if stock else self.env, capture_output=True, text=True)
         wall = time.monotonic() - t0
-        if os.path.isdir(spark_work):
+        if os.path.isdir(folder):
             # A local cluster's executors keep their copy of the jars and their logs under Spark's home
             # (its worker takes no other folder): about 40 MB a process, removed after each.
-            for app in set(os.listdir(spark_work)) - before:
-                shutil.rmtree(os.path.join(spark_work, app), ignore_errors=True)
+            for app in set(os.listdir(folder)) - before:
+                shutil.rmtree(os.path.join(folder, app), ignore_errors=True)
         if done.returncode != 0:
             raise SystemExit(f"bench: child {args[:3]} failed ({done.returncode}):\n{done.stderr[-3000:]}")
         return wall
@@ -224,7 +224,7 @@ class Processes:
         return {"s": round(wall - self.bare_s, 2), "wall_s": round(wall, 2)}
 
 
-def _spark_work() -> str:
+def spark_work() -> str:
     """Where a local cluster's worker puts its executors' folders: <Spark's home>/work."""
     import pyspark
 

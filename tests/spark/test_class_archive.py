@@ -62,9 +62,10 @@ def test_a_run_with_a_trained_or_a_foreign_class_archive_mirrors_the_same(spark,
 def _executor_stderr(run) -> str:
     """What the executors of a local cluster started by `run()` wrote to stderr (their command line
     first); their folders under Spark's home are removed after."""
-    import pyspark
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    from bench_cold import spark_work
 
-    work = os.path.join(os.environ.get("SPARK_HOME") or os.path.dirname(os.path.abspath(pyspark.__file__)), "work")
+    work = spark_work()
     before = set(os.listdir(work)) if os.path.isdir(work) else set()
     run()
     text = ""
