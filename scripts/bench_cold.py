@@ -157,7 +157,7 @@ class Processes:
                  executor_memory: str = "") -> None:
         self.work, self.dest_path = work, dest_path
         path = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
-        from olake_cow.spark.session import CLASS_ARCHIVE_ENV
+        from olake_cow.spark.session import CLASS_ARCHIVE_ENV, EXECUTOR_JAVA_OPTIONS_ENV
 
         self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path),
                         OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options, **{CLASS_ARCHIVE_ENV: archive})
@@ -165,8 +165,9 @@ class Processes:
             self.env.update({MASTER_ENV: executor_master(executor_memory, os.cpu_count() or 2),
                              EXECUTOR_MEMORY_ENV: executor_memory, "PYSPARK_PYTHON": sys.executable})
         self.executors = bool(executor_memory)
-        # OLake's script as it is run: Spark's stock driver JVM (no short-run options, no class archive)
-        self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none", **{CLASS_ARCHIVE_ENV: ""})
+        # OLake's script as it is run: Spark's stock JVMs (no short-run options, no class archive)
+        self.stock_env = dict(self.env, OLAKE_COW_DRIVER_JAVA_OPTIONS="none",
+                              **{CLASS_ARCHIVE_ENV: "", EXECUTOR_JAVA_OPTIONS_ENV: "none"})
         self.bare_s = self.stock_bare_s = 0.0
 
     def _run(self, *args: str, stock: bool = False) -> float:

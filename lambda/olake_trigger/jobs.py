@@ -111,8 +111,8 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
     java = driver_java_options(settings.driver_java_options)
     if settings.class_archive:  # the job image's archive (infra/image): used if the JVM matches it, else ignored
         java = f"{java} {class_archive_option(settings.class_archive, exists=True)}".strip()
-    jvm = {key: value for key, value in ((DRIVER_JAVA_OPTIONS_KEY, java),
-                                         (EXECUTOR_JAVA_OPTIONS_KEY, executor_java_options(settings.class_archive)))
+    executors = executor_java_options(settings.executor_java_options, settings.class_archive)
+    jvm = {key: value for key, value in ((DRIVER_JAVA_OPTIONS_KEY, java), (EXECUTOR_JAVA_OPTIONS_KEY, executors))
            if value}
     if jvm:  # spark-defaults, not sparkSubmitParameters: a value with spaces needs no quoting there
         overrides["applicationConfiguration"] = [{"classification": "spark-defaults", "properties": jvm}]

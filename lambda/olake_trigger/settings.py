@@ -37,6 +37,7 @@ class Settings:
     extra_jars: str = ""  # e.g. the JDBC driver for a JDBC catalog, comma separated
     spark_parameters: str = ""  # appended verbatim to sparkSubmitParameters
     driver_java_options: str = ""  # the driver JVM's options: "" the job's short-run defaults, "none" none
+    executor_java_options: str = ""  # the executors' options: "" the job's defaults (C2 later), "none" EMR's
     class_archive: str = ""  # the driver's class archive in the job image (core/jvm.py); "" none
     log_uri: Optional[str] = None  # S3 job logs
     log_group: Optional[str] = None  # CloudWatch job logs
@@ -126,6 +127,7 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         extra_jars=env.get("JOB_EXTRA_JARS", ""),
         spark_parameters=env.get("JOB_SPARK_PARAMETERS", ""),
         driver_java_options=env.get("JOB_DRIVER_JAVA_OPTIONS", ""),
+        executor_java_options=env.get("JOB_EXECUTOR_JAVA_OPTIONS", ""),
         class_archive=_archive(env),
         log_uri=env.get("JOB_LOG_S3_URI") or None,
         log_group=env.get("JOB_LOG_GROUP") or None,

@@ -10,7 +10,7 @@ from olake_trigger.settings import from_env
 
 from olake_cow.core.config import parse_destination
 from olake_cow.core.errors import ConfigError
-from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, EXECUTOR_JAVA_OPTIONS
 
 pytestmark = pytest.mark.unit
 
@@ -102,18 +102,19 @@ def test_the_driver_gets_short_run_jvm_options_unless_told_otherwise(setting, ex
     apps = req.get("configurationOverrides", {}).get("applicationConfiguration", [])
     found = [a["properties"].get("spark.driver.extraJavaOptions") for a in apps
              if a["classification"] == "spark-defaults"]
-    assert found == ([expected] if expected else [])
+    assert found == [expected]  # the executors' options are there either way
     assert "extraJavaOptions" not in req["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
 
 
 def test_the_template_default_is_the_jobs_own():
-    """The template passes DriverJavaOptions through, empty by default: the trigger then uses the job's
-    own defaults (core/jvm.py), so the options have one home."""
+    """The template passes DriverJavaOptions and ExecutorJavaOptions through, empty by default: the
+    trigger then uses the job's own defaults (core/jvm.py), so the options have one home."""
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "template.yaml"), encoding="utf-8") as f:
         text = f.read()
-    assert "JOB_DRIVER_JAVA_OPTIONS: !Ref DriverJavaOptions" in text
-    param = text.split("\n  DriverJavaOptions:\n", 1)[1].splitlines()[:2]
-    assert param == ["    Type: String", '    Default: ""'], param
+    for role in ("Driver", "Executor"):
+        assert f"JOB_{role.upper()}_JAVA_OPTIONS: !Ref {role}JavaOptions" in text
+        param = text.split(f"\n  {role}JavaOptions:\n", 1)[1].splitlines()[:2]
+        assert param == ["    Type: String", '    Default: ""'], param
 
 
 def _driver_options(env: dict) -> list:
@@ -133,18 +134,23 @@ def test_a_job_image_with_a_class_archive_gives_the_driver_its_archive(options, 
     assert _driver_options(env) == [expected]
 
 
-@pytest.mark.parametrize("archive, expected", [
-    ("/usr/lib/olake-cow/driver.jsa",
-     "-XX:+ExitOnOutOfMemoryError -XX:SharedArchiveFile=/usr/lib/olake-cow/driver.jsa"),
-    ("", None)])
-def test_the_executors_get_the_job_images_archive_and_nothing_without_one(archive, expected):
+ARCHIVE = "/usr/lib/olake-cow/driver.jsa"
+
+
+@pytest.mark.parametrize("options, archive, expected", [
+    ("", ARCHIVE, f"{EXECUTOR_JAVA_OPTIONS} -XX:SharedArchiveFile={ARCHIVE}"),
+    ("", "", EXECUTOR_JAVA_OPTIONS),
+    ("none", ARCHIVE, f"-XX:SharedArchiveFile={ARCHIVE}"),
+    ("none", "", None),  # EMR's own executor options stay
+    ("-Xss4m", "", "-Xss4m")])
+def test_the_executors_get_their_options_and_the_job_images_archive(options, archive, expected):
     cfg = parse_destination({"catalog_type": "glue", "iceberg_s3_path": "s3://bkt"})
-    req = jobs.start_job_run_request(from_env({**ENV, "JOB_CLASS_ARCHIVE": archive}), cfg, "sales", Tables(("a",)),
-                                     "w", jobs.RunOptions("direct"))
+    env = {**ENV, "JOB_EXECUTOR_JAVA_OPTIONS": options, "JOB_CLASS_ARCHIVE": archive}
+    req = jobs.start_job_run_request(from_env(env), cfg, "sales", Tables(("a",)), "w", jobs.RunOptions("direct"))
     apps = req.get("configurationOverrides", {}).get("applicationConfiguration", [])
     found = [a["properties"].get("spark.executor.extraJavaOptions") for a in apps
              if a["classification"] == "spark-defaults"]
-    assert found == [expected]  # without an archive EMR's own executor options stay
+    assert found == [expected]
     assert "extraJavaOptions" not in req["jobDriver"]["sparkSubmit"]["sparkSubmitParameters"]
 
 

@@ -1,12 +1,12 @@
-"""JVM options of the job's driver, suited to short runs (pure; the job's local launch and the
+"""JVM options of the job's driver and executors, suited to short runs (pure; the job's local launch and the
 trigger's StartJobRun both use them).
 
 Every run is a new driver JVM whose work is mostly planning: classes loaded once, queries
 compiled once. C1 alone (TieredStopAtLevel=1) compiles that code sooner and cheaper than C2 ever
 pays back, and the parallel collector pauses less for a short-lived heap. Measured cold, one
 process per run (docs/BENCHMARKS.md, "JVM options"): an incremental cow run at 1M rows 18.6 s
-instead of 23.2 s (median of 4, bare start 4.5 s in both), a full load no slower. On EMR only
-the driver gets them: executors keep C2 for the data work.
+instead of 23.2 s (median of 4, bare start 4.5 s in both), a full load no slower. Only the driver
+gets them: executors keep C2 for the data work, later than Java's default (EXECUTOR_JAVA_OPTIONS).
 """
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC -XX:+ExitOnOutOfMemoryError"
 DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
@@ -33,11 +33,23 @@ def class_archive_option(path: str, exists: bool) -> str:
     return f"-XX:{'SharedArchiveFile' if exists else 'ArchiveClassesAtExit'}={path}"
 
 
-def executor_java_options(archive: str) -> str:
-    """The executors' options with the job image's class archive: the driver's own archive, whose
+# Executors do the data work. C2 still compiles what runs long (a 16M-row full load), but only
+# after 100x Java's default counts: a short run's tasks finish on C1's code instead of paying C2's
+# compiles on the cores they run on. Measured cold with executors of their own (docs/BENCHMARKS.md,
+# "Executors: C2 later"): a 1M-row dv run 7.4-8.5 s -> 6.5-7.3 s, a 16M-row full load no slower;
+# C1 alone was faster still at 1M rows and 40% slower at 16M.
+EXECUTOR_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=500000 -XX:Tier4MinInvocationThreshold=200000 "
+                        "-XX:Tier4CompileThreshold=600000 -XX:Tier4BackEdgeThreshold=4000000")
+EXECUTOR_JAVA_OPTIONS = f"-XX:+ExitOnOutOfMemoryError {EXECUTOR_JIT_OPTIONS}"
+
+
+def executor_java_options(setting: str, archive: str = "") -> str:
+    """The executors' options for a deployment setting (empty: the defaults above, "none": none,
+    else as given) and the job image's class archive, if any: the driver's own archive, whose
     training ran the tasks in its JVM too, so an executor of the same class path maps most of its
-    classes from it (measured: 80% of them) instead of loading them cold; executors keep Java's
-    JIT defaults for the data work. Empty without an archive: EMR's executor defaults stay."""
-    if not archive:
-        return ""
-    return f"-XX:+ExitOnOutOfMemoryError {class_archive_option(archive, exists=True)}"
+    classes from it (measured: 80% of them) instead of loading them cold."""
+    value = setting.strip()
+    java = EXECUTOR_JAVA_OPTIONS if not value else ("" if value.lower() == NONE else value)
+    if archive:
+        java = f"{java} {class_archive_option(archive, exists=True)}".strip()
+    return java

@@ -22,6 +22,8 @@ from ..core.jvm import (
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 # A driver class archive for local runs (core/jvm.py): e.g. what `make bench` trains.
 CLASS_ARCHIVE_ENV = "OLAKE_COW_CLASS_ARCHIVE"
+# A local cluster's executor options, as the trigger's JOB_EXECUTOR_JAVA_OPTIONS ("none": none).
+EXECUTOR_JAVA_OPTIONS_ENV = "OLAKE_COW_EXECUTOR_JAVA_OPTIONS"
 REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
 
 
@@ -93,6 +95,18 @@ def _local_class_path(cfg: DestinationConfig, public: Mapping[str, str], iceberg
     return classpath
 
 
+def _local_executor_conf(classpath: List[str]) -> Dict[str, str]:
+    """Executors of their own (a local cluster, as EMR runs them): the trigger's executor options,
+    and the driver's archive on the driver's class path, which the archive requires."""
+    archive = os.environ.get(CLASS_ARCHIVE_ENV, "")
+    archive = archive if archive and os.path.exists(archive) else ""
+    java = executor_java_options(os.environ.get(EXECUTOR_JAVA_OPTIONS_ENV, ""), archive)
+    conf = {EXECUTOR_JAVA_OPTIONS_KEY: java} if java else {}
+    if archive:
+        conf["spark.executor.extraClassPath"] = os.pathsep.join(classpath)
+    return conf
+
+
 def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = None,
                 extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """Public Spark configuration for the run (no secret values)."""
@@ -125,12 +139,8 @@ def launch_conf(cfg: DestinationConfig, local: bool, master: Optional[str] = Non
         conf["spark.jars"] = ",".join(jars)
     if classpath:
         conf["spark.driver.extraClassPath"] = os.pathsep.join(classpath)
-    archive = os.environ.get(CLASS_ARCHIVE_ENV, "")
-    if local and (master or "").startswith("local-cluster") and archive and os.path.exists(archive):
-        # Executors of their own (a local cluster, as EMR runs them): the driver's archive too,
-        # on the driver's class path, which the archive requires.
-        conf[EXECUTOR_JAVA_OPTIONS_KEY] = executor_java_options(archive)
-        conf["spark.executor.extraClassPath"] = os.pathsep.join(classpath)
+    if local and (master or "").startswith("local-cluster"):
+        conf.update(_local_executor_conf(classpath))
     for key, value in (extra or {}).items():
         conf[key] = value
     return conf
