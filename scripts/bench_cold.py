@@ -20,9 +20,10 @@ resolved source, with its partition spec: the floor of a full load). Writes docs
 and the cold section of docs/BENCHMARKS.md.
 
 Locally every process is one JVM doing both the driver's and the executors' work, with the job's
-short-run driver options (C1 only). On EMR Serverless the executors are JVMs of their own on
-Java's defaults (C2). --executor-memory 8g runs each process that way (Spark's local-cluster
-master: one worker, an executor JVM of that memory) and stores its tiers apart (<tier>_executors).
+short-run driver options (C1 only). On EMR Serverless the executors are JVMs of their own with the
+job's executor options (core/jvm.py: C2 for what runs long). --executor-memory 8g runs each process
+that way (Spark's local-cluster master: one worker, an executor JVM of that memory; the script's
+executors on Java's defaults) and stores its tiers apart (<tier>_executors).
 
     .venv/bin/python scripts/bench_cold.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
     .venv/bin/python scripts/bench_cold.py --tiers fleet --fleet 40 --script ...
@@ -82,8 +83,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="JVM options of every process: '' the job's short-run defaults (core/jvm.py), 'none' none")
     p.add_argument("--executor-memory", default="", metavar="MEM",
                    help="run the data work in an executor JVM of its own with this much memory (e.g. 8g; "
-                        "Spark's local-cluster master, one worker of every core), on Java's defaults (C2) as EMR "
-                        "Serverless's executors have them, while the driver keeps the job's settings; its tiers "
+                        "Spark's local-cluster master, one worker of every core), with the job's executor options "
+                        "(the script's on Java's defaults), while the driver keeps the job's settings; its tiers "
                         "are stored as <tier>" + EXECUTORS + " (default: one JVM, local[*])")
     p.add_argument("--class-archive", default="train", metavar="train|none|PATH",
                    help="driver class archive of every process (core/jvm.py): 'train' one for this bench "
@@ -161,7 +162,7 @@ class Processes:
 
         self.env = dict(os.environ, OLAKE_COW_DRIVER_MEMORY=memory, PYTHONPATH=os.pathsep.join(path),
                         OLAKE_COW_DRIVER_JAVA_OPTIONS=java_options, **{CLASS_ARCHIVE_ENV: archive})
-        if executor_memory:  # executors are JVMs of their own, on Java's defaults; Python workers use this Python
+        if executor_memory:  # executors are JVMs of their own; Python workers use this Python
             self.env.update({MASTER_ENV: executor_master(executor_memory, os.cpu_count() or 2),
                              EXECUTOR_MEMORY_ENV: executor_memory, "PYSPARK_PYTHON": sys.executable})
         self.executors = bool(executor_memory)
@@ -546,6 +547,11 @@ def _settings(a: argparse.Namespace, tier: str) -> Dict[str, Any]:
     s["rows"] = a.large_rows if tier == "large" else a.rows
     if tier == "fleet":
         s.update({"fleet": a.fleet, "fleet_rows": a.fleet_rows})
+    if a.executor_memory:
+        from olake_cow.core.jvm import executor_java_options
+        from olake_cow.spark.session import EXECUTOR_JAVA_OPTIONS_ENV
+
+        s["executor_java_options"] = executor_java_options(os.environ.get(EXECUTOR_JAVA_OPTIONS_ENV, ""))
     return s
 
 
@@ -645,8 +651,10 @@ def markdown(results: Dict[str, Any]) -> str:
         t = tiers[tier]
         systems = [s for s in ("cow", "dv", "script", "script_tuned")
                    if any(s in w["incremental_s"] for w in t["workloads"])]
-        where = (f", data work in an executor JVM of {t['settings']['executor_memory']} on Java's defaults, the "
-                 "driver with the job's settings" if note else "")
+        jit = ("with the job's executor options (core/jvm.py; the script's on Java's defaults)"
+               if t["settings"].get("executor_java_options") else "on Java's defaults")
+        where = (f", data work in an executor JVM of {t['settings']['executor_memory']} {jit}, the driver with "
+                 "the job's settings" if note else "")
         lines += ["", f"**{tier}** (`{t['command']}`{where}; bare Spark start {t['bare_s']:.1f} s, the script's "
                       f"stock JVM {t.get('script_bare_s', 0):.1f} s; tier took "
                       f"{t['total_s'] / 60:.0f} min). Median incremental run and full load, cold seconds; mirror "
