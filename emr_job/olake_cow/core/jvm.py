@@ -14,12 +14,17 @@ EXECUTOR_JAVA_OPTIONS_KEY = "spark.executor.extraJavaOptions"
 NONE = "none"  # the setting's value that turns the options off
 
 
-def driver_java_options(setting: str) -> str:
-    """The driver's options for a deployment setting: empty means the defaults above, "none" none."""
+def _options(setting: str, defaults: str) -> str:
+    """A deployment setting's options: empty means `defaults`, "none" none, else as given."""
     value = setting.strip()
     if not value:
-        return DRIVER_JAVA_OPTIONS
+        return defaults
     return "" if value.lower() == NONE else value
+
+
+def driver_java_options(setting: str) -> str:
+    """The driver's options for a deployment setting: empty means the defaults above, "none" none."""
+    return _options(setting, DRIVER_JAVA_OPTIONS)
 
 
 def class_archive_option(path: str, exists: bool) -> str:
@@ -50,8 +55,7 @@ def executor_java_options(setting: str, archive: str = "") -> str:
     else as given) and the job image's class archive, if any: the driver's own archive, whose
     training ran the tasks in its JVM too, so an executor of the same class path maps most of its
     classes from it (measured: 80% of them) instead of loading them cold."""
-    value = setting.strip()
-    java = EXECUTOR_JAVA_OPTIONS if not value else ("" if value.lower() == NONE else value)
+    java = _options(setting, EXECUTOR_JAVA_OPTIONS)
     if archive:
         java = f"{java} {class_archive_option(archive, exists=True)}".strip()
     return java
