@@ -135,3 +135,22 @@ def test_a_dv_merge_lists_its_keys_only_while_few_files_read_the_list():
     assert not lists_keys(few, keys=20_001, most_keys=20_000)  # too many keys to list at all
     assert not lists_keys(MergeShape((), 0, 8), keys=10, most_keys=20_000)  # no file can hold a change
     assert not lists_keys(few, keys=0, most_keys=20_000)  # nothing to list
+
+
+def test_neighbouring_intervals_join_unless_an_untouched_file_lies_between_them():
+    # a fresh mirror of range files, every one touched: one interval, as few comparisons a row as can be
+    ranges = [FileBounds(f"r{i}", f"{i:x}0", f"{i:x}f") for i in range(16)]
+    assert merge_shape(ranges, [f"{i:x}7" for i in range(16)]).intervals == (("00", "ff"),)
+    # an untouched file wholly between two touched ones keeps them apart; one reaching into a touched
+    # file's range does not (it is scanned either way), nor does one touching a bound
+    apart = ranges[:3] + [FileBounds("mid", "30", "3f")] + ranges[4:6]
+    shape = merge_shape(apart, ["05", "15", "25", "45", "55"])
+    assert shape.intervals == (("00", "2f"), ("40", "5f")) and (shape.touched, shape.files) == (5, 6)
+    reaching = [FileBounds("a", "10", "20"), FileBounds("b", "15", "45"), FileBounds("edge", "20", "30"),
+                FileBounds("edge2", "45", "50"), FileBounds("d", "50", "60")]
+    assert merge_shape(reaching, ["12", "55"]).intervals == (("10", "60"),)  # b reaches into a; nothing lies between
+    assert merge_shape(reaching + [FileBounds("between", "41", "49")], ["12", "55"]).intervals == \
+        (("10", "20"), ("50", "60"))
+    # without the other files nothing but overlaps joins
+    assert merge_intervals([("a", "b"), ("c", "d")]) == (("a", "b"), ("c", "d"))
+    assert merge_intervals([("a", "b"), ("c", "d")], others=[]) == (("a", "d"),)

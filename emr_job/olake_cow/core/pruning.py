@@ -6,7 +6,7 @@ change set falls inside its bounds; every other file is carried over untouched. 
 touched files' key intervals as a predicate, which Iceberg turns into file pruning, and its write
 is shaped by how much of the mirror it rewrites.
 """
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -66,17 +66,45 @@ def touched_files(files: Sequence[FileBounds], sorted_keys: Sequence[str]) -> Li
     return out
 
 
-def merge_intervals(intervals: Sequence[Interval], limit: int = MAX_INTERVALS) -> Tuple[Interval, ...]:
-    """Overlapping intervals joined; more than `limit` left become one interval covering them all."""
+def merge_intervals(intervals: Sequence[Interval], limit: int = MAX_INTERVALS,
+                    others: Optional[Sequence[FileBounds]] = None) -> Tuple[Interval, ...]:
+    """Overlapping intervals joined, and, given the `others` files (the ones the intervals need not
+    cover), neighbours whose gap holds none of them wholly (the joined predicate prunes the same
+    files); more than `limit` left become one interval covering them all."""
     merged: List[List[str]] = []
     for lo, hi in sorted(intervals):
         if merged and lo <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], hi)
         else:
             merged.append([lo, hi])
+    if others is not None:
+        merged = _close_gaps(merged, others)
     if len(merged) > limit:
         return ((merged[0][0], max(hi for _, hi in merged)),)
     return tuple((lo, hi) for lo, hi in merged)
+
+
+def _close_gaps(merged: List[List[str]], others: Sequence[FileBounds]) -> List[List[str]]:
+    """Sorted disjoint intervals, each joined to the next unless a file of `others` lies wholly
+    between them: a file reaching into either interval is scanned anyway. The predicate is
+    evaluated on every row the merge scans: a fresh mirror of 32 key-range files, all touched by
+    uniform changes, gave 32 intervals, and the dv merge's scan of 16M keys took 52 s of CPU
+    against 5 s with one (its run 14-33 s against 8.5 s)."""
+    if len(merged) < 2:
+        return merged
+    bounded = sorted((str(f.lo), str(f.hi)) for f in others if f.lo is not None and f.hi is not None)
+    los = [lo for lo, _ in bounded]
+    out = [merged[0]]
+    for lo, hi in merged[1:]:
+        gap_lo, gap_hi = out[-1][1], lo  # a file with gap_lo < its lo and its hi < gap_hi is in the gap
+        i, in_gap = bisect_right(los, gap_lo), False
+        while i < len(bounded) and bounded[i][0] < gap_hi and not in_gap:
+            in_gap, i = bounded[i][1] < gap_hi, i + 1
+        if in_gap:
+            out.append([lo, hi])
+        else:
+            out[-1][1] = hi
+    return out
 
 
 def merge_shape(files: Sequence[FileBounds], keys: Sequence[str]) -> MergeShape:
@@ -84,7 +112,9 @@ def merge_shape(files: Sequence[FileBounds], keys: Sequence[str]) -> MergeShape:
     sizes = (len(touched), len(files), sum(f.size for f in touched), sum(f.size for f in files))
     if any(f.lo is None or f.hi is None for f in touched):
         return MergeShape(None, *sizes)
-    return MergeShape(merge_intervals([(str(f.lo), str(f.hi)) for f in touched]), *sizes)
+    chosen = {f.path for f in touched}
+    untouched = [f for f in files if f.path not in chosen]
+    return MergeShape(merge_intervals([(str(f.lo), str(f.hi)) for f in touched], others=untouched), *sizes)
 
 
 def unknown_shape(files: Sequence[FileBounds], key_range: Optional[Interval]) -> MergeShape:
