@@ -96,11 +96,9 @@ def _close_gaps(merged: List[List[str]], others: Sequence[FileBounds]) -> List[L
     los = [lo for lo, _ in bounded]
     out = [merged[0]]
     for lo, hi in merged[1:]:
-        gap_lo, gap_hi = out[-1][1], lo  # a file with gap_lo < its lo and its hi < gap_hi is in the gap
-        i, in_gap = bisect_right(los, gap_lo), False
-        while i < len(bounded) and bounded[i][0] < gap_hi and not in_gap:
-            in_gap, i = bounded[i][1] < gap_hi, i + 1
-        if in_gap:
+        gap_lo, gap_hi = out[-1][1], lo  # the files starting inside the gap; in it if they end there too
+        starting = range(bisect_right(los, gap_lo), bisect_left(los, gap_hi))
+        if any(bounded[i][1] < gap_hi for i in starting):
             out.append([lo, hi])
         else:
             out[-1][1] = hi
