@@ -99,6 +99,11 @@ def test_compaction_is_due_for_small_files_and_folding_for_deletion_vectors():
     opts = MaintenanceOptions(compact_files=True, fold_deletes=True, fold_ratio=0.2)
     assert maintenance_due(opts, source, small, None, NOW, dv=False) == ["compact_files"]
     assert maintenance_due(opts, source, big, None, NOW, dv=True) == []
+    # A fresh 1M-row mirror (9 key ranges of 6 MB) is not due; the same bytes in 40 files are.
+    fresh = table(snap(10, 999, total_data_files=9, total_files_size=55 * 2**20, total_records=1000))
+    scattered = table(snap(10, 999, total_data_files=40, total_files_size=55 * 2**20, total_records=1000))
+    assert maintenance_due(opts, source, fresh, None, NOW, dv=False) == []
+    assert maintenance_due(opts, source, scattered, None, NOW, dv=False) == ["compact_files"]
     dvs = table(snap(10, 999, total_data_files=2, total_files_size=250 * 2**20, total_records=1000,
                      total_position_deletes=60))  # 6% of the rows: over a quarter of the 20% fold ratio
     assert maintenance_due(opts, source, dvs, None, NOW, dv=True) == ["compact_files", "fold_deletes"]

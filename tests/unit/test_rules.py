@@ -129,7 +129,7 @@ def test_a_rebuild_splits_its_keys_into_ranges_of_about_equal_size():
 
 
 def test_a_rebuild_writes_files_of_the_target_size_but_up_to_32_ranges_of_6_mb():
-    from olake_cow.spark.change_set import rebuild_partitions
+    from olake_cow.core.filesize import rebuild_partitions
 
     mb = 1024 * 1024
     assert rebuild_partitions(220 * mb, 128 * mb, 2) == 32  # 32 ranges of about 7 MB
@@ -139,6 +139,17 @@ def test_a_rebuild_writes_files_of_the_target_size_but_up_to_32_ranges_of_6_mb()
     assert rebuild_partitions(10_000 * mb, 128 * mb, 32) == 79  # by size
     assert rebuild_partitions(500 * mb, 128 * mb, 64) == 64  # one per core
     assert rebuild_partitions(0, 128 * mb, 8) == 1
+
+
+def test_compaction_writes_the_key_ranges_a_rebuild_writes_not_one_target_sized_file():
+    from olake_cow.core.filesize import range_file_bytes
+
+    mb = 1024 * 1024
+    assert range_file_bytes(55 * mb, 128 * mb) == 55 * mb // 9  # a 1M-row mirror: 9 ranges, not one file
+    assert range_file_bytes(880 * mb, 128 * mb) == 880 * mb // 32  # 16M rows: 32 ranges of 27.5 MB
+    assert range_file_bytes(10_000 * mb, 128 * mb) == 10_000 * mb // 79  # by the target size
+    assert range_file_bytes(3 * mb, 128 * mb) == 3 * mb  # under two ranges: one file
+    assert range_file_bytes(0, 128 * mb) == 128 * mb  # size not known: the target
 
 
 def test_a_tables_columns_come_from_its_current_schema():

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
-from .filesize import mirror_target_bytes
+from .filesize import mirror_target_bytes, range_file_bytes
 from .snapshots import Snapshot, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
@@ -161,7 +161,7 @@ def mirror_cutoff(now_ms: int, retention_h: float) -> int:
 
 
 # --- is any requested maintenance due? (the trigger asks before starting a run for it) -------------
-SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half the target size
+SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half its key ranges' size
 MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
 
@@ -197,10 +197,13 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
         due.append("expire_mirror")
     files, records = current.summary_int("total-data-files"), current.summary_int("total-records")
     deleted = current.summary_int("total-position-deletes")
-    target = mirror_target_bytes(mirror.properties)
+    size = current.summary_int("total-files-size")
     folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
-    if m.compact_files and ((files >= 2 and current.summary_int("total-files-size") / files
-                             < SMALL_FILE_FRACTION * target) or folding):
+    # Small against the files a rebuild writes (key ranges of 6 MB and up), not the target size: a
+    # fresh mirror is not due, and compaction keeps the ranges (spark/maintenance.py).
+    if m.compact_files and ((files >= 2 and size / files
+                             < SMALL_FILE_FRACTION * range_file_bytes(size, mirror_target_bytes(mirror.properties)))
+                            or folding):
         due.append("compact_files")
     if m.fold_deletes and folding:
         due.append("fold_deletes")

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..core.errors import UnsupportedDeleteError
+from ..core.filesize import rebuild_partitions
 from ..core.pruning import key_partition_sql
 from ..core.snapshots import Summary, TableState
 from .catalog import IcebergCatalog
@@ -178,19 +179,3 @@ class SnapshotReader:
         """The keys equality-delete files delete (a key may repeat), read by Iceberg's reader
         through the table's FileIO."""
         return sets.read(sets.file_tasks(files)).select(KEY)
-
-
-MIN_RANGES = 32
-MIN_RANGE_BYTES = 6 * 1024 * 1024
-
-
-def rebuild_partitions(source_bytes: int, target_file_bytes: int, cores: int) -> int:
-    """How many key ranges (and files) a rebuild writes: files of the target size, but up to 32
-    ranges (or one per core, if more) while each keeps 6 MB, so that a copy-on-write merge of keys
-    near each other (the newest keys, say) rewrites a small fraction of a small mirror. Measured
-    with 5,000 changes among the newest 100,000 decimal keys: at 4M rows, 32 ranges of 7 MB took
-    1.75 s a merge where 8 of 27 MB took 2.33 s; at 1M rows, 8 ranges of 7 MB took 1.55 s where 13
-    of 4 MB took 1.79 s (smaller files no longer save reading, and spread a change over more)."""
-    by_size = -(-source_bytes // max(1, target_file_bytes))
-    by_spread = min(max(MIN_RANGES, cores), source_bytes // MIN_RANGE_BYTES)
-    return max(1, by_size, by_spread)
