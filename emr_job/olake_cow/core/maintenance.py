@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 from .filesize import mirror_target_bytes, range_file_bytes
-from .snapshots import Snapshot, TableState, ancestors
+from .snapshots import Snapshot, Summary, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
 MAX_HOURS = 1_000_000  # over a century: longer retentions overflow timestamps (inf, 1e300)
@@ -166,6 +166,15 @@ MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror co
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
 
 
+def compaction_file_bytes(mirror: TableState) -> int:
+    """The file size compaction writes the mirror in and judges its files small against: the key
+    ranges a full build of its current size writes (core/filesize.py), so that compaction keeps them
+    (one 128 MB file would be rewritten whole by every cow merge)."""
+    current = mirror.snapshot(mirror.current_id)
+    size = current.summary_int(Summary.TOTAL_FILES_SIZE) if current is not None else 0
+    return range_file_bytes(size, mirror_target_bytes(mirror.properties))
+
+
 def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
     """Whether expiry with this cutoff would remove a snapshot (the current one is always kept)."""
     return cutoff_ms is not None and any(
@@ -197,12 +206,10 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
         due.append("expire_mirror")
     files, records = current.summary_int("total-data-files"), current.summary_int("total-records")
     deleted = current.summary_int("total-position-deletes")
-    size = current.summary_int("total-files-size")
+    size = current.summary_int(Summary.TOTAL_FILES_SIZE)
     folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
-    # Small against the files a rebuild writes (key ranges of 6 MB and up), not the target size: a
-    # fresh mirror is not due, and compaction keeps the ranges (spark/maintenance.py).
-    if m.compact_files and ((files >= 2 and size / files
-                             < SMALL_FILE_FRACTION * range_file_bytes(size, mirror_target_bytes(mirror.properties)))
+    # Small against the key ranges a full build writes, not the target size: a fresh mirror is not due.
+    if m.compact_files and ((files >= 2 and size / files < SMALL_FILE_FRACTION * compaction_file_bytes(mirror))
                             or folding):
         due.append("compact_files")
     if m.fold_deletes and folding:

@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
-from ..core.filesize import mirror_target_bytes, range_file_bytes
 from ..core.identifiers import qualified, quote, sql_string
 from ..core.maintenance import (
     HOUR_MS,
     MaintenanceOptions,
     MaintenanceResult,
+    compaction_file_bytes,
     mirror_cutoff,
     source_cutoff,
     timestamp_literal,
 )
 from ..core.modes import MirrorFormat
-from ..core.snapshots import Summary, TableState
+from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class Maintainer:
 
     def compact(self, ns: str, table: str, fold_ratio: float, file_bytes: int, out: MaintenanceResult) -> None:
         # The mirror always has a sort order (the source's, else _olake_id): sort within partitions,
-        # into files of `file_bytes` (the key ranges a rebuild writes, core/filesize.py).
+        # into files of `file_bytes` (core/maintenance.py compaction_file_bytes).
         # Files whose deletion vectors delete at least fold_ratio of their rows are rewritten too.
         rows = self._call("rewrite_data_files", {
             "table": self._table_arg(ns, table), "strategy": "'sort'",
@@ -134,10 +134,7 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
                      fmt: MirrorFormat, now_ms: int, out: MaintenanceResult) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     if m.compact_files:
-        state = catalog.state(ns, name)
-        current = state.snapshot(state.current_id)
-        size = current.summary_int(Summary.TOTAL_FILES_SIZE) if current is not None else 0
-        worker.compact(ns, name, m.ratio, range_file_bytes(size, mirror_target_bytes(state.properties)), out)
+        worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
     if m.fold_deletes and fmt == MirrorFormat.DV:
         worker.fold(ns, name, m.ratio, out)
     if m.rewrite_manifests:
