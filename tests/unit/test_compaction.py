@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from olake_cow.core.maintenance import MaintenanceOptions, MaintenanceResult
+from olake_cow.core.maintenance import COMPACTED_PROPERTY, MaintenanceOptions, MaintenanceResult
 from olake_cow.core.modes import MirrorFormat
 from olake_cow.core.snapshots import Snapshot, TableState
 from olake_cow.spark.maintenance import Maintainer, TablePair, _maintain_mirror
@@ -32,9 +32,13 @@ class _Catalog:
 
     def __init__(self, state):
         self._state = state
+        self.properties_set = {}
 
     def state(self, ns, name):
         return self._state
+
+    def set_property(self, ns, name, key, value):
+        self.properties_set[key] = value
 
 
 def _mirror(files, size, props=None):
@@ -43,9 +47,11 @@ def _mirror(files, size, props=None):
 
 
 def _compaction_target(state):
-    session = _Session()
-    _maintain_mirror(Maintainer(session, "lake", _Catalog(state)), _Catalog(state), TablePair("s", "t", "s_cow", "t"),
+    session, catalog = _Session(), _Catalog(state)
+    _maintain_mirror(Maintainer(session, "lake", catalog), catalog, TablePair("s", "t", "s_cow", "t"),
                      MaintenanceOptions(compact_files=True), MirrorFormat.COW, 0, MaintenanceResult())
+    # The files it left are recorded, so that the due rule waits for more (the fake rewrites nothing).
+    assert catalog.properties_set == {COMPACTED_PROPERTY: state.snapshot(7).summary["total-data-files"]}
     calls = [q for q in session.sql_seen if "rewrite_data_files" in q]
     assert len(calls) == 1 and "'sort'" in calls[0]
     return int(re.search(r"'target-file-size-bytes', '(\d+)'", calls[0]).group(1))

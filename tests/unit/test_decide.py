@@ -15,7 +15,12 @@ from olake_trigger.decide import (
     pending_entry,
 )
 
-from olake_cow.core.maintenance import MANIFEST_REWRITE_EVERY, MaintenanceOptions, maintenance_due
+from olake_cow.core.maintenance import (
+    COMPACTED_PROPERTY,
+    MANIFEST_REWRITE_EVERY,
+    MaintenanceOptions,
+    maintenance_due,
+)
 from olake_cow.core.snapshots import Snapshot, TableState
 
 pytestmark = pytest.mark.unit
@@ -107,6 +112,31 @@ def test_compaction_is_due_for_small_files_and_folding_for_deletion_vectors():
     dvs = table(snap(10, 999, total_data_files=2, total_files_size=250 * 2**20, total_records=1000,
                      total_position_deletes=60))  # 6% of the rows: over a quarter of the 20% fold ratio
     assert maintenance_due(opts, source, dvs, None, NOW, dv=True) == ["compact_files", "fold_deletes"]
+
+
+def test_compaction_that_left_small_files_is_due_again_only_once_files_were_added():
+    # 100 day partitions of one 1 MB file each: small on average, yet compaction joins files only
+    # within a partition, so it can do nothing until more files come (25% more, or 2 when never run).
+    source = table(snap(1, 999))
+    opts = MaintenanceOptions(compact_files=True)
+
+    def mirror(files, left=None):
+        props = {COMPACTED_PROPERTY: str(left)} if left is not None else {}
+        return table(snap(10, 999, total_data_files=files, total_files_size=files * 2**20, total_records=1000),
+                     props=props)
+
+    assert maintenance_due(opts, source, mirror(100), None, NOW, dv=False) == ["compact_files"]  # never ran
+    assert maintenance_due(opts, source, mirror(100, left=100), None, NOW, dv=False) == []
+    assert maintenance_due(opts, source, mirror(124, left=100), None, NOW, dv=False) == []
+    assert maintenance_due(opts, source, mirror(125, left=100), None, NOW, dv=False) == ["compact_files"]
+    assert maintenance_due(opts, source, mirror(3, left=1), None, NOW, dv=False) == ["compact_files"]
+    assert maintenance_due(opts, source, mirror(2, left=1), None, NOW, dv=False) == []
+    # A value the job did not write counts as never recorded.
+    assert maintenance_due(opts, source, mirror(100, left="many"), None, NOW, dv=False) == ["compact_files"]
+    # Deletion vectors to fold make it due whatever the file count.
+    dvs = table(snap(10, 999, total_data_files=100, total_files_size=100 * 2**20, total_records=1000,
+                     total_position_deletes=60), props={COMPACTED_PROPERTY: "100"})
+    assert maintenance_due(opts, source, dvs, None, NOW, dv=True) == ["compact_files"]
 
 
 def test_manifest_rewrite_is_due_after_many_commits_since_the_last():

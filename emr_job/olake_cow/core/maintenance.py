@@ -164,6 +164,11 @@ def mirror_cutoff(now_ms: int, retention_h: float) -> int:
 SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half its key ranges' size
 MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
+# The mirror's data file count right after its last compaction. Compaction joins files only within
+# a partition, so a partitioned mirror of one small file per partition stays small on average
+# however often it runs: it is due again only once files were added since (COMPACTED_GROWTH).
+COMPACTED_PROPERTY = "olake-cow.compacted-files"
+COMPACTED_GROWTH = 0.25
 
 
 def compaction_file_bytes(mirror: TableState) -> int:
@@ -173,6 +178,19 @@ def compaction_file_bytes(mirror: TableState) -> int:
     current = mirror.snapshot(mirror.current_id)
     size = current.summary_int(Summary.TOTAL_FILES_SIZE) if current is not None else 0
     return range_file_bytes(size, mirror_target_bytes(mirror.properties))
+
+
+def compacted_files(mirror: TableState) -> int:
+    """The data files the mirror's last compaction left (COMPACTED_PROPERTY); 0 when never recorded."""
+    value = str(mirror.properties.get(COMPACTED_PROPERTY) or "")
+    return int(value) if value.isdigit() else 0
+
+
+def files_added_since_compaction(mirror: TableState, files: int) -> bool:
+    """Whether a mirror of `files` data files has enough more than its last compaction left for
+    another to have something to join (at least 2 files when it never ran)."""
+    left = compacted_files(mirror)
+    return files >= left + max(2, int(left * COMPACTED_GROWTH))
 
 
 def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
@@ -204,13 +222,14 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
         return due
     if m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours)):
         due.append("expire_mirror")
-    files, records = current.summary_int("total-data-files"), current.summary_int("total-records")
+    files, records = current.summary_int(Summary.TOTAL_DATA_FILES), current.summary_int("total-records")
     deleted = current.summary_int("total-position-deletes")
     size = current.summary_int(Summary.TOTAL_FILES_SIZE)
     folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
     # Small against the key ranges a full build writes, not the target size: a fresh mirror is not due.
-    if m.compact_files and ((files >= 2 and size / files < SMALL_FILE_FRACTION * compaction_file_bytes(mirror))
-                            or folding):
+    small = (files_added_since_compaction(mirror, files)
+             and size / files < SMALL_FILE_FRACTION * compaction_file_bytes(mirror))
+    if m.compact_files and (small or folding):
         due.append("compact_files")
     if m.fold_deletes and folding:
         due.append("fold_deletes")

@@ -9,6 +9,7 @@ from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
 from ..core.identifiers import qualified, quote, sql_string
 from ..core.maintenance import (
+    COMPACTED_PROPERTY,
     HOUR_MS,
     MaintenanceOptions,
     MaintenanceResult,
@@ -18,7 +19,7 @@ from ..core.maintenance import (
     timestamp_literal,
 )
 from ..core.modes import MirrorFormat
-from ..core.snapshots import TableState
+from ..core.snapshots import Summary, TableState
 from .catalog import IcebergCatalog
 
 if TYPE_CHECKING:
@@ -130,11 +131,24 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
     return asdict(out)
 
 
+def _record_compacted(catalog: IcebergCatalog, ns: str, name: str) -> None:
+    """Record the files compaction left, so that the due rule waits for more (COMPACTED_PROPERTY):
+    without it, a mirror it cannot join further would start a run for nothing at every schedule."""
+    state = catalog.state(ns, name)
+    snap = state.snapshot(state.current_id)
+    if snap is None:
+        return
+    files = str(snap.summary_int(Summary.TOTAL_DATA_FILES))
+    if state.properties.get(COMPACTED_PROPERTY) != files:
+        catalog.set_property(ns, name, COMPACTED_PROPERTY, files)
+
+
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
                      fmt: MirrorFormat, now_ms: int, out: MaintenanceResult) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     if m.compact_files:
         worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
+        _record_compacted(catalog, ns, name)
     if m.fold_deletes and fmt == MirrorFormat.DV:
         worker.fold(ns, name, m.ratio, out)
     if m.rewrite_manifests:
