@@ -4,9 +4,11 @@ vectors, the audit refuses an equality delete, and a mirror's format never chang
 behaviour tested for cow mirrors runs on dv mirrors too (the `lake`, `rlake` and `tlake` fixtures)."""
 import json
 import os
+import time
 
 import pytest
 
+from olake_cow.core.maintenance import FOLDED_PROPERTY, MaintenanceOptions, maintenance_due
 from olake_cow.core.snapshots import ancestors
 from olake_cow.spark import merge
 
@@ -81,6 +83,41 @@ def test_maintenance_folds_the_deletion_vectors(dvlake):
     assert summary["maintenance"]["files_folded"] >= 1
     current = lake.mirror("t").snapshot(lake.mirror("t").current_id)
     assert current.summary_int("total-delete-files") == 0 and current.summary_int("total-position-deletes") == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_fold_that_leaves_thin_deletes_is_not_due_again_until_more_rows_are_deleted(make_lake, destinations):
+    # Folding is due once deletion vectors delete 5% of the rows (a quarter of the 20% fold ratio),
+    # but a file is folded only at 20%: deletes spread thinner leave a fold nothing to do, and a
+    # periodic trigger that still found it due would start an EMR run for nothing each time.
+    lake = make_lake(destinations["hadoop"], "hadoop", "readonly", "dv")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 200))
+    assert lake.run() == 0
+    opts = MaintenanceOptions(fold_deletes=True, fold_ratio=0.2)
+    due = lambda: maintenance_due(opts, lake.source("t"), lake.mirror("t"), None, int(time.time() * 1000), dv=True)  # noqa: E731
+    deleted = lambda: lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-position-deletes")  # noqa: E731
+
+    def delete(keys):
+        lake.writer.commit("t", pure_deletes=[str(k) for k in keys])  # rows gone, no tombstone row
+        assert lake.run() == 0
+
+    def fold():
+        code, summary = summary_of(lake, "--fold-deletes", "--fold-ratio", "0.2", name=f"fold{deleted()}")
+        assert code == 0, summary
+        return summary["maintenance"]["files_folded"]
+
+    assert lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-data-files") == 1
+    delete(range(0, 200, 14))  # 15 rows: 7.5%
+    assert deleted() == 15 and due() == ["fold_deletes"]
+    assert fold() == 0 and lake.mirror("t").properties[FOLDED_PROPERTY] == "15"
+    assert due() == []
+    delete(range(1, 200, 20))  # 10 more: 5% since the fold left 15, 12.5% in all
+    assert deleted() == 25 and due() == ["fold_deletes"]
+    assert fold() == 0 and due() == []
+    delete(range(2, 200, 10))  # 20 more: 22.5%, over the fold ratio
+    assert due() == ["fold_deletes"]
+    assert fold() == 1 and deleted() == 0 and lake.mirror("t").properties[FOLDED_PROPERTY] == "0"
     lake.assert_mirror_matches("t")
 
 

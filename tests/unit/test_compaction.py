@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from olake_cow.core.maintenance import COMPACTED_PROPERTY, MaintenanceOptions, MaintenanceResult
+from olake_cow.core.maintenance import COMPACTED_PROPERTY, FOLDED_PROPERTY, MaintenanceOptions, MaintenanceResult
 from olake_cow.core.modes import MirrorFormat
 from olake_cow.core.snapshots import Snapshot, TableState
 from olake_cow.spark.maintenance import Maintainer, TablePair, _maintain_mirror
@@ -37,8 +37,8 @@ class _Catalog:
     def state(self, ns, name):
         return self._state
 
-    def set_property(self, ns, name, key, value):
-        self.properties_set[key] = value
+    def set_properties(self, ns, name, values):
+        self.properties_set.update(values)
 
 
 def _mirror(files, size, props=None):
@@ -51,7 +51,8 @@ def _compaction_target(state):
     _maintain_mirror(Maintainer(session, "lake", catalog), catalog, TablePair("s", "t", "s_cow", "t"),
                      MaintenanceOptions(compact_files=True), MirrorFormat.COW, 0, MaintenanceResult())
     # The files it left are recorded, so that the due rule waits for more (the fake rewrites nothing).
-    assert catalog.properties_set == {COMPACTED_PROPERTY: state.snapshot(7).summary["total-data-files"]}
+    assert catalog.properties_set == {COMPACTED_PROPERTY: state.snapshot(7).summary["total-data-files"],
+                                      FOLDED_PROPERTY: "0"}
     calls = [q for q in session.sql_seen if "rewrite_data_files" in q]
     assert len(calls) == 1 and "'sort'" in calls[0]
     return int(re.search(r"'target-file-size-bytes', '(\d+)'", calls[0]).group(1))

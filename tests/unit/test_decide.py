@@ -17,6 +17,7 @@ from olake_trigger.decide import (
 
 from olake_cow.core.maintenance import (
     COMPACTED_PROPERTY,
+    FOLDED_PROPERTY,
     MANIFEST_REWRITE_EVERY,
     MaintenanceOptions,
     maintenance_due,
@@ -137,6 +138,26 @@ def test_compaction_that_left_small_files_is_due_again_only_once_files_were_adde
     dvs = table(snap(10, 999, total_data_files=100, total_files_size=100 * 2**20, total_records=1000,
                      total_position_deletes=60), props={COMPACTED_PROPERTY: "100"})
     assert maintenance_due(opts, source, dvs, None, NOW, dv=True) == ["compact_files"]
+
+
+def test_a_fold_that_left_thin_deletes_is_due_again_only_once_more_rows_were_deleted():
+    # Deletion vectors deleting 6% of every file: over the 5% that makes folding due (a quarter of
+    # the 20% fold ratio), under the 20% a file needs to be folded, so a fold rewrites nothing.
+    source = table(snap(1, 999))
+    opts = MaintenanceOptions(fold_deletes=True, fold_ratio=0.2)
+
+    def mirror(deleted, left=None):
+        props = {FOLDED_PROPERTY: str(left)} if left is not None else {}
+        return table(snap(10, 999, total_data_files=9, total_files_size=55 * 2**20, total_records=1000,
+                          total_position_deletes=deleted), props=props)
+
+    assert maintenance_due(opts, source, mirror(60), None, NOW, dv=True) == ["fold_deletes"]  # never ran
+    assert maintenance_due(opts, source, mirror(60, left=60), None, NOW, dv=True) == []
+    assert maintenance_due(opts, source, mirror(109, left=60), None, NOW, dv=True) == []
+    assert maintenance_due(opts, source, mirror(110, left=60), None, NOW, dv=True) == ["fold_deletes"]
+    # Fewer deletes than recorded: files were rewritten since, and what is left is the base.
+    assert maintenance_due(opts, source, mirror(40, left=60), None, NOW, dv=True) == []
+    assert maintenance_due(opts, source, mirror(0, left=60), None, NOW, dv=True) == []
 
 
 def test_manifest_rewrite_is_due_after_many_commits_since_the_last():

@@ -164,11 +164,14 @@ def mirror_cutoff(now_ms: int, retention_h: float) -> int:
 SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half its key ranges' size
 MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
-# The mirror's data file count right after its last compaction. Compaction joins files only within
-# a partition, so a partitioned mirror of one small file per partition stays small on average
-# however often it runs: it is due again only once files were added since (COMPACTED_GROWTH).
-COMPACTED_PROPERTY = "olake-cow.compacted-files"
-COMPACTED_GROWTH = 0.25
+# What the mirror's last compaction and fold left, recorded by the job in table properties. Both
+# rewrite only some files (compaction joins files within a partition; a fold takes the files whose
+# vectors delete fold_ratio of their rows), so a mirror they cannot improve (one small file per
+# partition; deletes spread thin) would stay due and start a run that does nothing at every
+# schedule. Each is due again only once more work came since.
+COMPACTED_PROPERTY = "olake-cow.compacted-files"  # data files right after the last compaction
+FOLDED_PROPERTY = "olake-cow.folded-deletes"  # rows deletion vectors deleted right after the last fold
+COMPACTED_GROWTH = 0.25  # due again with 25% more files (at least 2)
 
 
 def compaction_file_bytes(mirror: TableState) -> int:
@@ -180,17 +183,36 @@ def compaction_file_bytes(mirror: TableState) -> int:
     return range_file_bytes(size, mirror_target_bytes(mirror.properties))
 
 
-def compacted_files(mirror: TableState) -> int:
-    """The data files the mirror's last compaction left (COMPACTED_PROPERTY); 0 when never recorded."""
-    value = str(mirror.properties.get(COMPACTED_PROPERTY) or "")
+def _recorded(mirror: TableState, key: str) -> int:
+    """A count the job recorded in the mirror's properties; 0 when never recorded (or not a count)."""
+    value = str(mirror.properties.get(key) or "")
     return int(value) if value.isdigit() else 0
+
+
+def left_by_maintenance(mirror: TableState, compacted: bool) -> Dict[str, str]:
+    """The properties that record what maintenance left in this mirror state: its deletes after a
+    fold, and its files too after a compaction (which folds as well)."""
+    current = mirror.snapshot(mirror.current_id)
+    if current is None:
+        return {}
+    left = {FOLDED_PROPERTY: str(current.summary_int(Summary.TOTAL_POS_DELETES))}
+    if compacted:
+        left[COMPACTED_PROPERTY] = str(current.summary_int(Summary.TOTAL_DATA_FILES))
+    return left
 
 
 def files_added_since_compaction(mirror: TableState, files: int) -> bool:
     """Whether a mirror of `files` data files has enough more than its last compaction left for
     another to have something to join (at least 2 files when it never ran)."""
-    left = compacted_files(mirror)
+    left = _recorded(mirror, COMPACTED_PROPERTY)
     return files >= left + max(2, int(left * COMPACTED_GROWTH))
+
+
+def deletes_added_since_fold(mirror: TableState, deleted: int, records: int, ratio: float) -> bool:
+    """Whether the deletion vectors deleted a quarter of `ratio` of the rows since the last fold left
+    (a count above today's means files were rewritten since: what is there now is the base)."""
+    left = min(_recorded(mirror, FOLDED_PROPERTY), deleted)
+    return records > 0 and deleted - left >= FOLD_DUE_SHARE * ratio * records
 
 
 def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
@@ -223,9 +245,9 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
     if m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours)):
         due.append("expire_mirror")
     files, records = current.summary_int(Summary.TOTAL_DATA_FILES), current.summary_int("total-records")
-    deleted = current.summary_int("total-position-deletes")
+    deleted = current.summary_int(Summary.TOTAL_POS_DELETES)
     size = current.summary_int(Summary.TOTAL_FILES_SIZE)
-    folding = dv and records > 0 and deleted >= FOLD_DUE_SHARE * m.ratio * records
+    folding = dv and deletes_added_since_fold(mirror, deleted, records, m.ratio)
     # Small against the key ranges a full build writes, not the target size: a fresh mirror is not due.
     small = (files_added_since_compaction(mirror, files)
              and size / files < SMALL_FILE_FRACTION * compaction_file_bytes(mirror))

@@ -9,17 +9,17 @@ from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
 from ..core.identifiers import qualified, quote, sql_string
 from ..core.maintenance import (
-    COMPACTED_PROPERTY,
     HOUR_MS,
     MaintenanceOptions,
     MaintenanceResult,
     compaction_file_bytes,
+    left_by_maintenance,
     mirror_cutoff,
     source_cutoff,
     timestamp_literal,
 )
 from ..core.modes import MirrorFormat
-from ..core.snapshots import Summary, TableState
+from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
 
 if TYPE_CHECKING:
@@ -131,16 +131,14 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
     return asdict(out)
 
 
-def _record_compacted(catalog: IcebergCatalog, ns: str, name: str) -> None:
-    """Record the files compaction left, so that the due rule waits for more (COMPACTED_PROPERTY):
-    without it, a mirror it cannot join further would start a run for nothing at every schedule."""
+def _record_left(catalog: IcebergCatalog, ns: str, name: str, compacted: bool) -> None:
+    """Record what compaction or folding left (core/maintenance.py left_by_maintenance), so that
+    the due rule waits for more: a mirror they cannot improve would otherwise start a run for
+    nothing at every schedule."""
     state = catalog.state(ns, name)
-    snap = state.snapshot(state.current_id)
-    if snap is None:
-        return
-    files = str(snap.summary_int(Summary.TOTAL_DATA_FILES))
-    if state.properties.get(COMPACTED_PROPERTY) != files:
-        catalog.set_property(ns, name, COMPACTED_PROPERTY, files)
+    changed = {k: v for k, v in left_by_maintenance(state, compacted).items() if state.properties.get(k) != v}
+    if changed:
+        catalog.set_properties(ns, name, changed)
 
 
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
@@ -148,9 +146,10 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     ns, name = pair.mirror_ns, pair.mirror
     if m.compact_files:
         worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
-        _record_compacted(catalog, ns, name)
     if m.fold_deletes and fmt == MirrorFormat.DV:
         worker.fold(ns, name, m.ratio, out)
+    if m.compact_files or (m.fold_deletes and fmt == MirrorFormat.DV):
+        _record_left(catalog, ns, name, compacted=m.compact_files)
     if m.rewrite_manifests:
         worker.rewrite_manifests(ns, name, out)
     if m.expire_mirror_hours is not None:
