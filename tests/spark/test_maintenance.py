@@ -8,7 +8,13 @@ import time
 import pytest
 from tests.spark.test_recovery import run_crashing
 
-from olake_cow.core.maintenance import COMPACTED_PROPERTY, MaintenanceOptions, maintenance_due
+from olake_cow.core.maintenance import (
+    COMPACTED_PROPERTY,
+    MANIFESTS_PROPERTY,
+    MaintenanceOptions,
+    commits_since_manifest_rewrite,
+    maintenance_due,
+)
 from olake_cow.spark import boundary
 
 pytestmark = [pytest.mark.spark]
@@ -169,4 +175,24 @@ def test_a_partitioned_mirror_compaction_cannot_join_is_not_due_again_until_file
     code, summary = run_with_summary(lake, tmp_path, "--compact-files")
     assert code == 0 and summary["tables"][0]["maintenance"]["files_compacted"] >= 6, summary
     assert files() == 4 and lake.mirror("t").properties[COMPACTED_PROPERTY] == "4" and due() == []
+    lake.assert_mirror_matches("t")
+
+
+def test_a_manifest_rewrite_with_nothing_to_rewrite_still_restarts_the_count_to_the_next(rlake, tmp_path):
+    # A mirror of one manifest: Iceberg's rewrite commits nothing, so no snapshot says it ran, and
+    # the due rule (50 commits since the last rewrite) would stay met at every schedule.
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 50))
+    assert lake.run() == 0
+    before = lake.mirror("t")
+    code, summary = run_with_summary(lake, tmp_path, "--rewrite-manifests")
+    assert code == 0 and summary["tables"][0]["maintenance"]["manifests_rewritten"] == 0, summary
+    after = lake.mirror("t")
+    assert after.current_id == before.current_id  # nothing committed but the record
+    assert after.properties[MANIFESTS_PROPERTY] == str(after.current_id)
+    assert commits_since_manifest_rewrite(after) == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}])
+    assert lake.run() == 0
+    assert commits_since_manifest_rewrite(lake.mirror("t")) == 1
     lake.assert_mirror_matches("t")

@@ -244,6 +244,22 @@ def test_maintenance_that_is_due_starts_a_run_for_it(aws):
     assert args_of(run)[-4:] == ["--expire-source-older-than", "168", "--rewrite-manifests", "--compact-files"]
 
 
+@pytest.mark.parametrize("recorded, status", [(None, "started"), ("40", "skipped"), ("32", "started")])
+def test_compaction_is_not_due_again_until_files_were_added_since_the_last(aws, recorded, status):
+    # 40 small files (one per date partition, say) that a compaction which left 40 could not join.
+    mirror = fixture("mirror_after_job.metadata.json")
+    current = next(s for s in mirror["snapshots"] if s["snapshot-id"] == mirror["current-snapshot-id"])
+    current["summary"].update({"total-data-files": "40", "total-files-size": str(40 * 2**20)})
+    if recorded is not None:
+        mirror["properties"]["olake-cow.compacted-files"] = recorded
+    aws.glue_table("sales", "orders", "source_after_job")
+    aws.glue_table("sales_cow", "orders_cow", mirror)
+    out = aws.invoke({"trigger": "schedule", "namespaces": ["sales"], "maintenance": {"compact_files": True},
+                      "window": f"w-{recorded}"})
+    assert out["status"] == status, out
+    assert len(aws.job_runs()) == (status == "started")
+
+
 def test_maintenance_in_a_direct_invocation(aws):
     aws.invoke({"namespace": "sales", "maintenance": {"only": True, "remove_orphans_hours": 72,
                                                       "orphans_dry_run": True}})

@@ -19,6 +19,7 @@ from olake_cow.core.maintenance import (
     COMPACTED_PROPERTY,
     FOLDED_PROPERTY,
     MANIFEST_REWRITE_EVERY,
+    MANIFESTS_PROPERTY,
     MaintenanceOptions,
     maintenance_due,
 )
@@ -170,3 +171,10 @@ def test_manifest_rewrite_is_due_after_many_commits_since_the_last():
     opts = MaintenanceOptions(rewrite_manifests=True)
     assert maintenance_due(opts, source, table(*chain), None, NOW, dv=False) == ["rewrite_manifests"]
     assert maintenance_due(opts, source, table(*chain[:10]), None, NOW, dv=False) == []
+    # A rewrite of a single manifest commits nothing: the snapshot it left current was recorded.
+    at = {MANIFESTS_PROPERTY: str(chain[-1].snapshot_id)}
+    assert maintenance_due(opts, source, table(*chain, props=at), None, NOW, dv=False) == []
+    longer = chain + [snap(100 + len(chain) + i, 999 + i / 100, 100 + len(chain) + i - 1, total_data_files=1,
+                           total_files_size=2**30) for i in range(MANIFEST_REWRITE_EVERY)]
+    assert maintenance_due(opts, source, table(*longer[:-1], props=at), None, NOW, dv=False) == []
+    assert maintenance_due(opts, source, table(*longer, props=at), None, NOW, dv=False) == ["rewrite_manifests"]

@@ -8,7 +8,7 @@ holds, which the next run reads from and --verify compares with), whatever reten
 """
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .filesize import mirror_target_bytes, range_file_bytes
@@ -164,13 +164,14 @@ def mirror_cutoff(now_ms: int, retention_h: float) -> int:
 SMALL_FILE_FRACTION = 0.5  # compaction is due when the mirror's files average under half its key ranges' size
 MANIFEST_REWRITE_EVERY = 50  # manifest rewrite is due after this many mirror commits since the last one
 FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter of --fold-ratio of all rows
-# What the mirror's last compaction and fold left, recorded by the job in table properties. Both
-# rewrite only some files (compaction joins files within a partition; a fold takes the files whose
-# vectors delete fold_ratio of their rows), so a mirror they cannot improve (one small file per
-# partition; deletes spread thin) would stay due and start a run that does nothing at every
-# schedule. Each is due again only once more work came since.
+# What the mirror's last compaction, fold and manifest rewrite left, recorded by the job in table
+# properties. Each may find nothing to do (compaction joins files only within a partition; a fold
+# takes only files whose vectors delete fold_ratio of their rows; a manifest rewrite of a single
+# manifest commits nothing), and a mirror they cannot improve would stay due and start a run that
+# does nothing at every schedule. Each is due again only once more work came since.
 COMPACTED_PROPERTY = "olake-cow.compacted-files"  # data files right after the last compaction
 FOLDED_PROPERTY = "olake-cow.folded-deletes"  # rows deletion vectors deleted right after the last fold
+MANIFESTS_PROPERTY = "olake-cow.manifests-rewritten-at"  # the current snapshot after the last manifest rewrite
 COMPACTED_GROWTH = 0.25  # due again with 25% more files (at least 2)
 
 
@@ -189,15 +190,19 @@ def _recorded(mirror: TableState, key: str) -> int:
     return int(value) if value.isdigit() else 0
 
 
-def left_by_maintenance(mirror: TableState, compacted: bool) -> Dict[str, str]:
-    """The properties that record what maintenance left in this mirror state: its deletes after a
-    fold, and its files too after a compaction (which folds as well)."""
+def left_by_maintenance(mirror: TableState, done: Sequence[str]) -> Dict[str, str]:
+    """The properties that record what the maintenance `done` (compact_files, fold_deletes,
+    rewrite_manifests) left in this mirror state. Compaction folds as well."""
     current = mirror.snapshot(mirror.current_id)
     if current is None:
         return {}
-    left = {FOLDED_PROPERTY: str(current.summary_int(Summary.TOTAL_POS_DELETES))}
-    if compacted:
+    left: Dict[str, str] = {}
+    if "compact_files" in done:
         left[COMPACTED_PROPERTY] = str(current.summary_int(Summary.TOTAL_DATA_FILES))
+    if "compact_files" in done or "fold_deletes" in done:
+        left[FOLDED_PROPERTY] = str(current.summary_int(Summary.TOTAL_POS_DELETES))
+    if "rewrite_manifests" in done:
+        left[MANIFESTS_PROPERTY] = str(current.snapshot_id)
     return left
 
 
@@ -222,9 +227,11 @@ def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
 
 
 def commits_since_manifest_rewrite(mirror: TableState) -> int:
-    since = 0
+    """Mirror commits since one that replaced manifests, or since the snapshot a rewrite that had
+    nothing to do left current (MANIFESTS_PROPERTY)."""
+    since, at = 0, str(mirror.properties.get(MANIFESTS_PROPERTY) or "")
     for snap in reversed(ancestors(mirror)[0]):
-        if snap.summary_int("manifests-replaced") > 0:
+        if snap.summary_int("manifests-replaced") > 0 or str(snap.snapshot_id) == at:
             break
         since += 1
     return since

@@ -131,12 +131,12 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
     return asdict(out)
 
 
-def _record_left(catalog: IcebergCatalog, ns: str, name: str, compacted: bool) -> None:
-    """Record what compaction or folding left (core/maintenance.py left_by_maintenance), so that
-    the due rule waits for more: a mirror they cannot improve would otherwise start a run for
+def _record_left(catalog: IcebergCatalog, ns: str, name: str, done: List[str]) -> None:
+    """Record what the maintenance `done` left (core/maintenance.py left_by_maintenance), so that
+    the due rules wait for more: a mirror it cannot improve would otherwise start a run for
     nothing at every schedule."""
     state = catalog.state(ns, name)
-    changed = {k: v for k, v in left_by_maintenance(state, compacted).items() if state.properties.get(k) != v}
+    changed = {k: v for k, v in left_by_maintenance(state, done).items() if state.properties.get(k) != v}
     if changed:
         catalog.set_properties(ns, name, changed)
 
@@ -144,14 +144,18 @@ def _record_left(catalog: IcebergCatalog, ns: str, name: str, compacted: bool) -
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
                      fmt: MirrorFormat, now_ms: int, out: MaintenanceResult) -> None:
     ns, name = pair.mirror_ns, pair.mirror
+    done: List[str] = []
     if m.compact_files:
         worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
+        done.append("compact_files")
     if m.fold_deletes and fmt == MirrorFormat.DV:
         worker.fold(ns, name, m.ratio, out)
-    if m.compact_files or (m.fold_deletes and fmt == MirrorFormat.DV):
-        _record_left(catalog, ns, name, compacted=m.compact_files)
+        done.append("fold_deletes")
     if m.rewrite_manifests:
         worker.rewrite_manifests(ns, name, out)
+        done.append("rewrite_manifests")
+    if done:
+        _record_left(catalog, ns, name, done)
     if m.expire_mirror_hours is not None:
         worker.expire(ns, name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
     after = catalog.state(ns, name)
