@@ -8,6 +8,7 @@ import time
 import pytest
 from tests.spark.test_recovery import run_crashing
 
+from olake_cow.core.changesource import for_mode
 from olake_cow.core.maintenance import (
     COMPACTED_PROPERTY,
     MANIFESTS_PROPERTY,
@@ -15,6 +16,7 @@ from olake_cow.core.maintenance import (
     commits_since_manifest_rewrite,
     maintenance_due,
 )
+from olake_cow.core.modes import resolve_mode
 from olake_cow.spark import boundary
 
 pytestmark = [pytest.mark.spark]
@@ -67,6 +69,11 @@ def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
         assert source_after == source_before
         assert lake.source("t").current_id == current_before
     lake.assert_mirror_matches("t")
+    # Everything asked for was done: the trigger's check finds none of it due any more.
+    source, mirror = lake.source("t"), lake.mirror("t")
+    asked = MaintenanceOptions(expire_source_hours=0, expire_mirror_hours=0, compact_files=True, rewrite_manifests=True)
+    floor = for_mode(resolve_mode(source, mirror, None)).expiry_floor(source, mirror)
+    assert maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv") == []
     # a later incremental run still works
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 555}, {"_olake_id": "6", "_op_type": "d"}])
     code, summary = run_with_summary(lake, tmp_path)

@@ -157,7 +157,9 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     if done:
         _record_left(catalog, ns, name, done)
     if m.expire_mirror_hours is not None:
-        worker.expire(ns, name, mirror_cutoff(now_ms, m.expire_mirror_hours), out)
+        # From now, not the run's start: with a retention shorter than the run, the snapshots of
+        # this run's compaction and rewrite are older than asked too (the current one is kept).
+        worker.expire(ns, name, mirror_cutoff(max(now_ms, int(time.time() * 1000)), m.expire_mirror_hours), out)
     after = catalog.state(ns, name)
     snap = after.snapshot(after.current_id)
     left = forbidden_deletes(snap, fmt) if snap is not None else []
