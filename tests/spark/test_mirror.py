@@ -403,3 +403,27 @@ def test_a_users_delete_of_rows_written_since_the_last_run(lake, version):
     assert lake.run() == 0
     lake.assert_mirror_matches("t")
     assert not {"3", "77"} & {r["_olake_id"] for r in lake.mirror_rows("t")}
+
+
+def test_a_full_build_writes_disjoint_key_ranges_of_the_resolved_rows(rlake, monkeypatch):
+    # A source of 2,000 rows whose history rewrote and deleted keys: with ranges of 1 KB allowed the
+    # build writes up to 32 key ranges; their bounds come from a sample of the files as stored
+    # (deleted keys among them), the rows from the resolved source, one per key.
+    from olake_cow.core import filesize
+
+    monkeypatch.setattr(filesize, "MIN_RANGE_BYTES", 1024)
+    lake = rlake
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 2000), chunk=500)
+    rng = random.Random(7)
+    for n in range(3):
+        keys = rng.sample(range(2000), 300)
+        lake.writer.commit("t", [{"_olake_id": str(k), "_op_type": "u", "v": 10_000 * (n + 1) + k} for k in keys[:200]],
+                           pure_deletes=[str(k) for k in keys[200:]])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    ranges = sorted(tuple(r) for r in lake.writer.spark.sql(
+        "SELECT readable_metrics.`_olake_id`.lower_bound, readable_metrics.`_olake_id`.upper_bound "
+        f"FROM {lake.mirror_q('t')}.files").collect())
+    assert len(ranges) >= 8, ranges
+    assert all(hi < next_lo for (_, hi), (next_lo, _) in zip(ranges, ranges[1:])), ranges  # disjoint, in key order

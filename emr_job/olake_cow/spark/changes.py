@@ -87,7 +87,7 @@ def placing_ids(partitions: int) -> List[int]:
 
 
 def range_partitioned_latest(session: Any, rows: DataFrame, partitions: int,
-                             expected_rows: int) -> Tuple[DataFrame, str]:
+                             expected_rows: int, sample_from: Optional[DataFrame] = None) -> Tuple[DataFrame, str]:
     """`latest_per_key` with the rows range-partitioned by key into `partitions` and sorted by key
     within them, for a new mirror. The ranges come from a sample of the key column alone (Spark's
     own range partitioning would run the whole scan a second time to sample it); each row is then
@@ -100,7 +100,8 @@ def range_partitioned_latest(session: Any, rows: DataFrame, partitions: int,
         placed = rows.withColumn(pid, F.lit(0)).repartition(1, F.col(pid))
     else:
         fraction = min(1.0, SAMPLED_KEYS_PER_PARTITION * partitions / max(1, expected_rows))
-        sample = sorted(r[0] for r in rows.select(KEY).sample(False, fraction, seed=17).collect() if r[0] is not None)
+        keys = (rows if sample_from is None else sample_from).select(KEY)
+        sample = sorted(r[0] for r in keys.sample(False, fraction, seed=17).collect() if r[0] is not None)
         bounds = range_bounds(sample, partitions)
         ids = placing_ids(len(bounds) + 1)
         expr = F.lit(ids[-1])

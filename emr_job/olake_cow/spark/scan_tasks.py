@@ -123,6 +123,18 @@ class TaskSets:
             tasks.append(iceberg.BaseFileScanTask(data, no_deletes, schema_json, spec_json, residual))
         return tasks
 
+    def stored_rows(self, snapshot_id: int) -> Any:
+        """Every data file of the snapshot as stored, its deletes not applied (the table's current
+        schema and spec): for what is cheaper to estimate than to resolve."""
+        iceberg = self.jvm.org.apache.iceberg
+        tasks = self.plan(snapshot_id).tasks
+        schema_json = iceberg.SchemaParser.toJson(self.table.schema())
+        spec_json = iceberg.PartitionSpecParser.toJson(self.table.spec())
+        residual = iceberg.expressions.ResidualEvaluator.unpartitioned(iceberg.expressions.Expressions.alwaysTrue())
+        no_deletes = self.session.sparkContext._gateway.new_array(iceberg.DeleteFile, 0)
+        return self.read([iceberg.BaseFileScanTask(tasks.get(i).file(), no_deletes, schema_json, spec_json, residual)
+                          for i in range(int(tasks.size()))])
+
     def read(self, tasks: List[Any]) -> Any:
         """A DataFrame of the tasks' rows (the table's current schema), deletes applied. The tasks
         stay staged until close(): the DataFrame may be evaluated more than once."""
