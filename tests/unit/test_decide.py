@@ -23,7 +23,7 @@ from olake_cow.core.maintenance import (
     MaintenanceOptions,
     maintenance_due,
 )
-from olake_cow.core.snapshots import Snapshot, TableState
+from olake_cow.core.snapshots import Snapshot, TableState, state_from_metadata
 
 pytestmark = pytest.mark.unit
 HOUR = 3600 * 1000
@@ -97,6 +97,26 @@ def test_expiry_is_due_only_when_a_snapshot_is_older_than_the_retention():
     assert maintenance_due(opts, source, mirror, floor=source.snapshot(1), now_ms=NOW, dv=False) == []
     old_mirror = table(snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20))
     assert "expire_mirror" in maintenance_due(opts, source, old_mirror, None, NOW, dv=False)
+
+
+def test_expiry_is_not_due_for_old_snapshots_a_branch_or_tag_keeps():
+    # Iceberg's expiry never removes a snapshot a tag or another branch's head points at: a user's
+    # tag on an old snapshot would otherwise keep expiry due, and start a run, at every schedule.
+    def meta(refs):
+        return {"current-snapshot-id": 3, "refs": refs, "snapshots": [
+            {"snapshot-id": 1, "timestamp-ms": 100 * HOUR, "summary": {"operation": "append"}},
+            {"snapshot-id": 2, "parent-snapshot-id": 1, "timestamp-ms": 200 * HOUR, "summary": {"operation": "append"}},
+            {"snapshot-id": 3, "parent-snapshot-id": 2, "timestamp-ms": 999 * HOUR,
+             "summary": {"operation": "append", "total-data-files": "1", "total-files-size": str(2**30)}}]}
+
+    opts = MaintenanceOptions(expire_mirror_hours=24)
+    source = table(snap(1, 999))
+    main = {"main": {"snapshot-id": 3, "type": "branch"}}
+    kept = {**main, "before-migration": {"snapshot-id": 1, "type": "tag"},
+            "audit": {"snapshot-id": 2, "type": "branch"}}
+    assert maintenance_due(opts, source, state_from_metadata(meta(main)), None, NOW, dv=False) == ["expire_mirror"]
+    assert maintenance_due(opts, source, state_from_metadata(meta(kept)), None, NOW, dv=False) == []
+    assert state_from_metadata(meta(kept)).referenced == {1, 2, 3}
 
 
 def test_compaction_is_due_for_small_files_and_folding_for_deletion_vectors():

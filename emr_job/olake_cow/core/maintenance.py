@@ -221,9 +221,11 @@ def deletes_added_since_fold(mirror: TableState, deleted: int, records: int, rat
 
 
 def _older(state: TableState, cutoff_ms: Optional[int]) -> bool:
-    """Whether expiry with this cutoff would remove a snapshot (the current one is always kept)."""
+    """Whether expiry with this cutoff would remove a snapshot: the current one, and those a branch or
+    tag points at, are always kept (a user's tag would otherwise keep expiry due at every schedule)."""
     return cutoff_ms is not None and any(
-        s.timestamp_ms < cutoff_ms and s.snapshot_id != state.current_id for s in state.snapshots)
+        s.timestamp_ms < cutoff_ms and s.snapshot_id != state.current_id and s.snapshot_id not in state.referenced
+        for s in state.snapshots)
 
 
 def commits_since_manifest_rewrite(mirror: TableState) -> int:

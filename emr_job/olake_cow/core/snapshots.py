@@ -1,7 +1,7 @@
 """Small immutable records of Iceberg table metadata, and lineage helpers over them."""
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 # Summary key the job sets on the source truncate that closes a change set (truncate mode only).
 BOUNDARY_KEY = "olake-cow.boundary"
@@ -96,6 +96,8 @@ class TableState:
     format_version: int = 2
     columns: Tuple[str, ...] = ()  # top-level columns of the current schema, in order
     partitioned: bool = False  # a partition spec of the table has fields (its files may be partitioned)
+    # snapshots a branch or tag points at (expiry keeps them)
+    referenced: FrozenSet[int] = field(default_factory=frozenset, compare=False, hash=False)
 
     def by_id(self) -> Dict[int, Snapshot]:
         return {s.snapshot_id: s for s in self.snapshots}
@@ -170,4 +172,6 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         format_version=int(meta.get("format-version") or 1),
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),
+        referenced=frozenset(int(r["snapshot-id"]) for r in (meta.get("refs") or {}).values()
+                             if isinstance(r, dict) and r.get("snapshot-id") is not None),
     )
