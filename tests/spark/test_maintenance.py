@@ -42,10 +42,22 @@ def run_with_summary(lake, tmp_path, *args):
         return code, json.load(f)
 
 
-def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 30))
+def mirrored(lake, n, partition_by=()):
+    """Table `t` of `n` rows, and its mirror's first build."""
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=partition_by)
+    lake.writer.backfill("t", rows(0, n))
     assert lake.run() == 0
+
+
+def due_now(lake, asked):
+    """What the trigger's check (maintenance_due) finds due on the table now, as the Lambda asks it."""
+    source, mirror = lake.source("t"), lake.mirror("t")
+    floor = for_mode(resolve_mode(source, mirror, None)).expiry_floor(source, mirror)
+    return maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv")
+
+
+def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
+    mirrored(lake, 30)
     for n in range(3):
         lake.writer.commit("t", [{"_olake_id": str(n), "_op_type": "u", "v": 100 + n},
                                  {"_olake_id": str(40 + n), "_op_type": "c", "v": 40 + n},
@@ -70,10 +82,8 @@ def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
         assert lake.source("t").current_id == current_before
     lake.assert_mirror_matches("t")
     # Everything asked for was done: the trigger's check finds none of it due any more.
-    source, mirror = lake.source("t"), lake.mirror("t")
     asked = MaintenanceOptions(expire_source_hours=0, expire_mirror_hours=0, compact_files=True, rewrite_manifests=True)
-    floor = for_mode(resolve_mode(source, mirror, None)).expiry_floor(source, mirror)
-    assert maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv") == []
+    assert due_now(lake, asked) == []
     # a later incremental run still works
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 555}, {"_olake_id": "6", "_op_type": "d"}])
     code, summary = run_with_summary(lake, tmp_path)
@@ -84,9 +94,7 @@ def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
 
 def test_source_expiry_never_removes_an_unmerged_change_set(tlake, monkeypatch, tmp_path):
     lake = tlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 20))
-    assert lake.run() == 0
+    mirrored(lake, 20)
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
                        pure_deletes=["3"])
     run_crashing(lake, monkeypatch, boundary, "close_change_set")  # closed but not merged
@@ -100,9 +108,7 @@ def test_source_expiry_never_removes_an_unmerged_change_set(tlake, monkeypatch, 
 
 def test_orphan_files_are_listed_by_dry_run_then_removed(rlake, tmp_path):
     lake = rlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 10))
-    assert lake.run() == 0
+    mirrored(lake, 10)
     some_dir = os.path.dirname(sorted(data_files(lake, lake.cow_ns, "t_cow"))[0])
     orphan = os.path.join(some_dir, "00000-orphan-from-a-dead-writer.parquet")
     with open(orphan, "wb") as f:
@@ -130,9 +136,7 @@ def test_bad_maintenance_options_are_refused(rlake, capsys, args, why):
 
 def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
     lake = rlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 400))
-    assert lake.run() == 0
+    mirrored(lake, 400)
     # Scatter the mirror over many small files (same rows), as many small merges would.
     spark = lake.writer.spark
     spark.conf.set("spark.sql.adaptive.enabled", "false")
@@ -160,12 +164,8 @@ def test_a_partitioned_mirror_compaction_cannot_join_is_not_due_again_until_file
     # One small file per bucket: compaction joins files only within a partition, so it has nothing to
     # do, and a periodic trigger that still found it due would start an EMR run for nothing each time.
     lake = rlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=["bucket(4, _olake_id)"])
-    lake.writer.backfill("t", rows(0, 200))
-    assert lake.run() == 0
-    opts = MaintenanceOptions(compact_files=True)
-    due = lambda: maintenance_due(opts, lake.source("t"), lake.mirror("t"), None,  # noqa: E731
-                                  int(time.time() * 1000), dv=lake.fmt == "dv")
+    mirrored(lake, 200, partition_by=["bucket(4, _olake_id)"])
+    due = lambda: due_now(lake, MaintenanceOptions(compact_files=True))  # noqa: E731
     files = lambda: lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-data-files")  # noqa: E731
     assert files() == 4 and due() == ["compact_files"]  # small on average, never compacted
     code, summary = run_with_summary(lake, tmp_path, "--compact-files")
@@ -189,9 +189,7 @@ def test_a_manifest_rewrite_with_nothing_to_rewrite_still_restarts_the_count_to_
     # A mirror of one manifest: Iceberg's rewrite commits nothing, so no snapshot says it ran, and
     # the due rule (50 commits since the last rewrite) would stay met at every schedule.
     lake = rlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 50))
-    assert lake.run() == 0
+    mirrored(lake, 50)
     before = lake.mirror("t")
     code, summary = run_with_summary(lake, tmp_path, "--rewrite-manifests")
     assert code == 0 and summary["tables"][0]["maintenance"]["manifests_rewritten"] == 0, summary
@@ -218,9 +216,7 @@ def test_a_tag_on_an_old_source_snapshot_neither_goes_nor_keeps_expiry_due(rlake
     lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} CREATE TAG `before_migration` AS OF VERSION {first}")
     code, summary = run_with_summary(lake, tmp_path, "--expire-source-older-than", "0")
     assert code == 0 and summary["tables"][0]["maintenance"]["snapshots_expired"] > 0, summary
-    source, mirror = lake.source("t"), lake.mirror("t")
+    source = lake.source("t")
     assert first in source.by_id() and source.referenced >= {first, source.current_id}
-    asked = MaintenanceOptions(expire_source_hours=0)
-    floor = for_mode(resolve_mode(source, mirror, None)).expiry_floor(source, mirror)
-    assert maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv") == []
+    assert due_now(lake, MaintenanceOptions(expire_source_hours=0)) == []
     lake.assert_mirror_matches("t")

@@ -1,8 +1,9 @@
 """A change set and the reading every source mode shares: a whole source snapshot (first build,
 recreated source, resync). The per-mode readers build on it: boundary_reader.py (truncate mode),
 history_reader.py (readonly mode)."""
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.errors import UnsupportedDeleteError
 from ..core.filesize import rebuild_partitions
@@ -157,20 +158,27 @@ class SnapshotReader:
                 latest = latest_per_key(rows)
         else:
             cores = int(self.session.sparkContext.defaultParallelism)
-            sets = self._task_sets()
-            try:
-                # The key ranges are sampled from the files as stored: a deleted key moves a bound
-                # little, and applying the deletes cost the sample about a whole scan of the table.
-                stored = sets.stored_rows(snapshot_id) if snapshot_id is not None else rows
-                latest, _ = range_partitioned_latest(self.session, rows,
-                                                     rebuild_partitions(size, self.target_file_bytes, cores), records,
-                                                     stored)
-            finally:
-                sets.close()
+            ranges = rebuild_partitions(size, self.target_file_bytes, cores)
+            with self._stored_rows(snapshot_id if ranges > 1 else None) as stored:
+                latest, _ = range_partitioned_latest(self.session, rows, ranges, records, stored)
         cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
                        notes=[note] if note and note != "first build" else [], clustered_by=clustered_by)
         self._whole_snapshot_io(snapshot_id, cs)
         return cs
+
+    @contextmanager
+    def _stored_rows(self, snapshot_id: Optional[int]) -> Iterator[Optional[DataFrame]]:
+        """The snapshot's data files as stored, deletes not applied (None for no snapshot), where a
+        rebuild samples its key ranges: a deleted key moves a bound little, and applying the
+        deletes cost the sample about a whole scan of the table."""
+        if snapshot_id is None:
+            yield None
+            return
+        sets = self._task_sets()
+        try:
+            yield sets.stored_rows(snapshot_id)
+        finally:
+            sets.close()
 
     def _task_sets(self) -> TaskSets:
         return TaskSets(self.session, self.catalog.load(self.source.namespace, self.source.table),

@@ -117,7 +117,7 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
         if cutoff is not None:
             worker.expire(pair.source_ns, pair.source, cutoff, out)
     if mirror.exists:
-        _maintain_mirror(worker, catalog, pair, m, fmt, now_ms, out)
+        _maintain_mirror(worker, catalog, pair, m, fmt, out)
     if m.remove_orphans_hours is not None:
         older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
         if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
@@ -131,18 +131,17 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
     return asdict(out)
 
 
-def _record_left(catalog: IcebergCatalog, ns: str, name: str, done: List[str]) -> None:
-    """Record what the maintenance `done` left (core/maintenance.py left_by_maintenance), so that
-    the due rules wait for more: a mirror it cannot improve would otherwise start a run for
-    nothing at every schedule."""
-    state = catalog.state(ns, name)
+def _record_left(catalog: IcebergCatalog, ns: str, name: str, state: TableState, done: List[str]) -> None:
+    """Record what the maintenance `done` left in `state` (core/maintenance.py left_by_maintenance),
+    so that the due rules wait for more: a mirror it cannot improve would otherwise start a run
+    for nothing at every schedule."""
     changed = {k: v for k, v in left_by_maintenance(state, done).items() if state.properties.get(k) != v}
     if changed:
         catalog.set_properties(ns, name, changed)
 
 
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
-                     fmt: MirrorFormat, now_ms: int, out: MaintenanceResult) -> None:
+                     fmt: MirrorFormat, out: MaintenanceResult) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
     if m.compact_files:
@@ -154,13 +153,13 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     if m.rewrite_manifests:
         worker.rewrite_manifests(ns, name, out)
         done.append("rewrite_manifests")
-    if done:
-        _record_left(catalog, ns, name, done)
     if m.expire_mirror_hours is not None:
         # From now, not the run's start: with a retention shorter than the run, the snapshots of
         # this run's compaction and rewrite are older than asked too (the current one is kept).
-        worker.expire(ns, name, mirror_cutoff(max(now_ms, int(time.time() * 1000)), m.expire_mirror_hours), out)
-    after = catalog.state(ns, name)
+        worker.expire(ns, name, mirror_cutoff(int(time.time() * 1000), m.expire_mirror_hours), out)
+    after = catalog.state(ns, name)  # expiry keeps the current snapshot, whose totals are recorded
+    if done:
+        _record_left(catalog, ns, name, after, done)
     snap = after.snapshot(after.current_id)
     left = forbidden_deletes(snap, fmt) if snap is not None else []
     if left:

@@ -104,36 +104,33 @@ class TaskSets:
             task.file(), deletes, jvm.org.apache.iceberg.SchemaParser.toJson(task.schema()),
             jvm.org.apache.iceberg.PartitionSpecParser.toJson(task.spec()), residual)
 
+    def _tasks_without_deletes(self, data_files: Sequence[Any], spec: Any) -> List[Any]:
+        """Scan tasks of these Java data files under `spec` and the table's current schema, no
+        delete file attached."""
+        iceberg = self.jvm.org.apache.iceberg
+        schema_json = iceberg.SchemaParser.toJson(self.table.schema())
+        spec_json = iceberg.PartitionSpecParser.toJson(spec)
+        residual = iceberg.expressions.ResidualEvaluator.unpartitioned(iceberg.expressions.Expressions.alwaysTrue())
+        no_deletes = self.session.sparkContext._gateway.new_array(iceberg.DeleteFile, 0)
+        return [iceberg.BaseFileScanTask(data, no_deletes, schema_json, spec_json, residual) for data in data_files]
+
     def file_tasks(self, files: Sequence[FileRef]) -> List[Any]:
         """Scan tasks that read chosen files of the table through Iceberg's own reader and the
         table's FileIO (S3FileIO, vended credentials, ...), never a Hadoop path: each file is
         described as an unpartitioned data file. For files whose columns carry the table's field
         ids, such as equality-delete files (read them projected to their columns)."""
-        jvm = self.jvm
-        iceberg = jvm.org.apache.iceberg
+        iceberg = self.jvm.org.apache.iceberg
         spec = iceberg.PartitionSpec.unpartitioned()
-        schema_json = iceberg.SchemaParser.toJson(self.table.schema())
-        spec_json = iceberg.PartitionSpecParser.toJson(spec)
-        residual = iceberg.expressions.ResidualEvaluator.unpartitioned(iceberg.expressions.Expressions.alwaysTrue())
-        no_deletes = self.session.sparkContext._gateway.new_array(iceberg.DeleteFile, 0)
-        tasks = []
-        for f in files:
-            data = (iceberg.DataFiles.builder(spec).withPath(f.path).withFormat(f.file_format)
-                    .withFileSizeInBytes(int(f.size)).withRecordCount(int(f.records)).build())
-            tasks.append(iceberg.BaseFileScanTask(data, no_deletes, schema_json, spec_json, residual))
-        return tasks
+        return self._tasks_without_deletes(
+            [iceberg.DataFiles.builder(spec).withPath(f.path).withFormat(f.file_format)
+             .withFileSizeInBytes(int(f.size)).withRecordCount(int(f.records)).build() for f in files], spec)
 
     def stored_rows(self, snapshot_id: int) -> Any:
         """Every data file of the snapshot as stored, its deletes not applied (the table's current
         schema and spec): for what is cheaper to estimate than to resolve."""
-        iceberg = self.jvm.org.apache.iceberg
         tasks = self.plan(snapshot_id).tasks
-        schema_json = iceberg.SchemaParser.toJson(self.table.schema())
-        spec_json = iceberg.PartitionSpecParser.toJson(self.table.spec())
-        residual = iceberg.expressions.ResidualEvaluator.unpartitioned(iceberg.expressions.Expressions.alwaysTrue())
-        no_deletes = self.session.sparkContext._gateway.new_array(iceberg.DeleteFile, 0)
-        return self.read([iceberg.BaseFileScanTask(tasks.get(i).file(), no_deletes, schema_json, spec_json, residual)
-                          for i in range(int(tasks.size()))])
+        return self.read(self._tasks_without_deletes([tasks.get(i).file() for i in range(int(tasks.size()))],
+                                                     self.table.spec()))
 
     def read(self, tasks: List[Any]) -> Any:
         """A DataFrame of the tasks' rows (the table's current schema), deletes applied. The tasks
