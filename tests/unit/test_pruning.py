@@ -1,4 +1,6 @@
 """Which mirror files a change set can touch, from key metrics (core/pruning.py), on literal bounds."""
+import random
+
 import pytest
 
 from olake_cow.core.pruning import (
@@ -154,3 +156,25 @@ def test_neighbouring_intervals_join_unless_an_untouched_file_lies_between_them(
     # without the other files nothing but overlaps joins
     assert merge_intervals([("a", "b"), ("c", "d")]) == (("a", "b"), ("c", "d"))
     assert merge_intervals([("a", "b"), ("c", "d")], others=[]) == (("a", "d"),)
+
+
+def _kept(intervals, files):
+    """The files a predicate of key intervals keeps, as Iceberg prunes by bounds: those reaching into one."""
+    return {f.path for f in files if any(lo <= f.hi and f.lo <= hi for lo, hi in intervals)}
+
+
+def test_the_predicate_keeps_every_file_that_may_hold_a_changed_key():
+    # A file the predicate prunes is carried over unmerged: missing one would lose changes.
+    rng = random.Random(7)
+    for _ in range(500):
+        files = []
+        for i in range(rng.randint(1, 12)):
+            lo, hi = sorted(f"{rng.randint(0, 999):03d}" for _ in range(2))
+            files.append(FileBounds(f"f{i}", lo, hi, rng.randint(1, 100)))
+        keys = [f"{rng.randint(0, 999):03d}" for _ in range(rng.randint(1, 20))]
+        shape = merge_shape(files, keys)
+        holding = {f.path for f in files if any(f.lo <= k <= f.hi for k in keys)}
+        assert shape.intervals is not None and shape.touched == len(holding)
+        assert holding <= _kept(shape.intervals, files)
+        held = [k for k in keys if any(f.lo <= k <= f.hi for f in files)]  # a key no file holds matches no row
+        assert all(any(lo <= k <= hi for lo, hi in shape.intervals) for k in held)
