@@ -207,8 +207,7 @@ def test_a_tag_on_an_old_source_snapshot_neither_goes_nor_keeps_expiry_due(rlake
     # Iceberg's expiry keeps a snapshot a tag points at; the due rule must know it, or a user's tag
     # would start a run for nothing at every schedule.
     lake = rlake
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
-    lake.writer.backfill("t", rows(0, 20))
+    mirrored(lake, 20)
     for n in range(2):
         lake.writer.commit("t", [{"_olake_id": str(n), "_op_type": "u", "v": 100 + n}])
     assert lake.run() == 0

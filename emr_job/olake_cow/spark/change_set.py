@@ -159,7 +159,7 @@ class SnapshotReader:
         else:
             cores = int(self.session.sparkContext.defaultParallelism)
             ranges = rebuild_partitions(size, self.target_file_bytes, cores)
-            with self._stored_rows(snapshot_id if ranges > 1 else None) as stored:
+            with self._stored_rows(snapshot_id, wanted=ranges > 1) as stored:
                 latest, _ = range_partitioned_latest(self.session, rows, ranges, records, stored)
         cs = ChangeSet(latest.withColumn(ACTION, upsert_action(latest, self.delete_mode)), rebuild=True,
                        notes=[note] if note and note != "first build" else [], clustered_by=clustered_by)
@@ -167,11 +167,11 @@ class SnapshotReader:
         return cs
 
     @contextmanager
-    def _stored_rows(self, snapshot_id: Optional[int]) -> Iterator[Optional[DataFrame]]:
-        """The snapshot's data files as stored, deletes not applied (None for no snapshot), where a
-        rebuild samples its key ranges: a deleted key moves a bound little, and applying the
-        deletes cost the sample about a whole scan of the table."""
-        if snapshot_id is None:
+    def _stored_rows(self, snapshot_id: Optional[int], wanted: bool) -> Iterator[Optional[DataFrame]]:
+        """The snapshot's data files as stored, deletes not applied (None when not `wanted`, or for
+        no snapshot), where a rebuild samples its key ranges: a deleted key moves a bound little,
+        and applying the deletes cost the sample about a whole scan of the table."""
+        if snapshot_id is None or not wanted:
             yield None
             return
         sets = self._task_sets()
