@@ -1,35 +1,47 @@
 # olake-cow: `make help` lists the targets. Every target installs what it needs into .venv.
 PY ?= python3
+# SPARK=3 (default): Spark 3.5 + Iceberg 1.10 as on EMR 7.x; SPARK=4: Spark 4.1 + Iceberg 1.12, beside
+# it in .venv-spark4 (EMR emr-spark-8.1.0 runs Spark 4.1). Both take Iceberg's jars by their Maven
+# coordinates (scripts/jars.py).
+SPARK ?= 3
+ifeq ($(SPARK),4)
+VENV := .venv-spark4
+else ifeq ($(SPARK),3)
 VENV := .venv
+else
+$(error SPARK must be 3 (Spark 3.5) or 4 (Spark 4.1), got '$(SPARK)')
+endif
+REQS := requirements-spark$(SPARK).txt
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEPLOY_VENV ?= .venv-deploy
 DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
-AWS_JARS := $(VENV)/aws-jars/.installed
+JARS := $(VENV)/jars/.installed
 STACK ?= olake-cow
 TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
 .PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy try-local demo test \
-	test-fast \
+	test-fast test-spark4 \
 	lint typecheck bench bench-warm soak clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(STAMP): requirements-dev.txt
+$(STAMP): requirements-dev.txt $(REQS)
+	@echo "creating $(VENV) (Spark $(SPARK)): the pinned Python packages of $(REQS), a few minutes the first time"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q -r $(REQS)
 	@touch $(STAMP)
 
-# AWS SDK v2 jars for Iceberg's GlueCatalog and S3FileIO in local runs and tests (EMR has its own).
-$(AWS_JARS): scripts/aws_jars.py | $(STAMP)
-	$(BIN)/python scripts/aws_jars.py $(VENV)/aws-jars
+# Iceberg's Spark runtime and AWS bundle by their Maven coordinates, pinned (EMR ships its own).
+$(JARS): scripts/jars.py | $(STAMP)
+	$(BIN)/python scripts/jars.py $(VENV)/jars --spark $(SPARK)
 
-setup: $(STAMP) $(AWS_JARS) ## create .venv with the pinned toolchain (no Java needed to create it)
+setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
 
 java: ## check that Java 17 is there (Spark needs it; `make test` installs it as root)
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
@@ -64,27 +76,35 @@ run-now: $(DEPLOY_STAMP) ## start a run through the deployed trigger and wait (S
 destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (STACK=olake-cow DESTROY_ARGS="--remove-artifacts --yes")
 	$(DEPLOY_PY) infra/destroy.py --stack "$(STACK)" --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
 
-try-local: $(STAMP) $(DEPLOY_STAMP) ## deploy -> run-now -> destroy on a local moto server: no AWS account (README)
+try-local: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## deploy -> run-now -> destroy on a local moto server: no AWS account (README)
 	$(BIN)/python scripts/try_local.py $(TRY_ARGS)
 
-demo: $(STAMP) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
+demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
 	bash scripts/system-deps.sh java
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) $(AWS_JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
+test: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash scripts/system-deps.sh
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
+
+# The Spark scenarios that cover every reader and writer path, in both source modes x both mirror
+# formats, on Glue + S3 too: what the Spark 4 leg runs (the whole suite runs on Spark 3.5).
+SPARK4_TESTS ?= tests/spark/test_mirror.py tests/spark/test_delete_modes.py tests/spark/test_dv.py \
+	tests/spark/test_partitioned.py tests/spark/test_foreign_state.py tests/spark/test_glue.py
+
+test-spark4: ## the Spark 4.1 leg (EMR emr-spark-8.1.0) in .venv-spark4: SPARK4_TESTS
+	$(MAKE) SPARK=4 test PYTEST_ARGS="$(SPARK4_TESTS) $(PYTEST_ARGS)"
 
 test-fast: $(STAMP) ## unit and moto tests only (no JVM, no Java needed)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
-bench: $(STAMP) java ## cold benchmark, a process per run as on EMR (BENCH_ARGS="--tiers single --script PATH"); docs/BENCHMARKS.md
+bench: $(STAMP) $(JARS) java ## cold benchmark, a process per run as on EMR (BENCH_ARGS="--tiers single --script PATH"); docs/BENCHMARKS.md
 	$(BIN)/python scripts/bench_cold.py $(BENCH_ARGS)
 
-bench-warm: $(STAMP) java ## the same systems in one warm Spark session (BENCH_ARGS="--quick"); docs/bench.json
+bench-warm: $(STAMP) $(JARS) java ## the same systems in one warm Spark session (BENCH_ARGS="--quick"); docs/bench.json
 	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
 
-soak: $(STAMP) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
+soak: $(STAMP) $(JARS) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
 	bash scripts/system-deps.sh
 	$(BIN)/python scripts/soak.py $(SOAK_ARGS)
 

@@ -227,20 +227,26 @@ class OlakeWriter:
         return staged[0], list(staged[0].addedDataFiles(t.io()))
 
     def _factory(self, t, equality: bool):
+        """(delete writers, output files, equality-delete schema). Iceberg up to 1.10 writes deletes
+        through GenericAppenderFactory; 1.11 removed it for GenericFileWriterFactory, whose builder
+        became public then: the same files either way."""
         jvm = self.spark._jvm
+        ice = jvm.org.apache.iceberg
         schema = t.schema()
         cols = jvm.java.util.ArrayList()
         cols.add("_olake_id")
         del_schema = schema.select(cols)
         ids = self.spark.sparkContext._gateway.new_array(jvm.int, 1)
         ids[0] = schema.findField("_olake_id").fieldId()
+        files = ice.io.OutputFileFactory.builderFor(t, 1, next(self._seq)).format(ice.FileFormat.PARQUET).build()
+        if _has_class(jvm, "org.apache.iceberg.data.GenericAppenderFactory"):
+            fac = (ice.data.GenericAppenderFactory(schema, t.spec(), ids, del_schema, None) if equality
+                   else ice.data.GenericAppenderFactory(schema, t.spec()))
+            return _AppenderDeletes(fac, ice.FileFormat.PARQUET), files, del_schema
+        builder = getattr(ice.data, "GenericFileWriterFactory$Builder")(t).deleteFileFormat(ice.FileFormat.PARQUET)
         if equality:
-            fac = jvm.org.apache.iceberg.data.GenericAppenderFactory(schema, t.spec(), ids, del_schema, None)
-        else:
-            fac = jvm.org.apache.iceberg.data.GenericAppenderFactory(schema, t.spec())
-        files = jvm.org.apache.iceberg.io.OutputFileFactory.builderFor(t, 1, next(self._seq)) \
-            .format(jvm.org.apache.iceberg.FileFormat.PARQUET).build()
-        return fac, files, del_schema
+            builder = builder.equalityDeleteRowSchema(del_schema).equalityFieldIds(ids)
+        return _FactoryDeletes(builder.build()), files, del_schema
 
     def _eq_delete_files(self, t, keys: List[str], model: TableModel,
                          batch: List[Dict[str, Any]]) -> list:
@@ -251,7 +257,6 @@ class OlakeWriter:
         jvm = self.spark._jvm
         fac, files, del_schema = self._factory(t, equality=True)
         spec, schema = t.spec(), t.schema()
-        parquet = jvm.org.apache.iceberg.FileFormat.PARQUET
         proto = jvm.org.apache.iceberg.data.GenericRecord.create(del_schema)
         if spec.isUnpartitioned():
             groups: Dict[str, Tuple[Any, List[str]]] = {"": (None, keys)}
@@ -274,7 +279,7 @@ class OlakeWriter:
         out = []
         for _, (pk, group_keys) in groups.items():
             target = files.newOutputFile(spec, pk) if pk is not None else files.newOutputFile()
-            w = fac.newEqDeleteWriter(target, parquet, pk)
+            w = fac.equality(target, spec, pk)
             for k in group_keys:
                 rec = proto.copy()
                 rec.setField("_olake_id", k)
@@ -310,9 +315,8 @@ class OlakeWriter:
         from pyspark.sql import functions as F
 
         paths = [str(f.location()) for f in data_files]
-        df = (self.spark.read.format("iceberg").option("snapshot-id", int(staged.snapshotId()))
-              .load(self.q(table))
-              .select("_file", "_pos", "_olake_id", "_cdc_timestamp", "_olake_timestamp")
+        df = (self.spark.sql(f"SELECT _file, _pos, _olake_id, _cdc_timestamp, _olake_timestamp FROM {self.q(table)} "
+                             f"VERSION AS OF {int(staged.snapshotId())}")
               .where(F.col("_file").isin(paths)))
         rows = df.collect()
         best: Dict[str, Any] = {}
@@ -361,17 +365,16 @@ class OlakeWriter:
         if int(t.operations().current().formatVersion()) >= 3:
             return self._deletion_vectors(t, positions, data, tasks)
         fac, files, _ = self._factory(t, equality=False)
-        parquet = jvm.org.apache.iceberg.FileFormat.PARQUET
         out = []
         for path, rows in sorted(positions.items()):
             data_file = data[path]
             spec = spec_of.get(data_file.specId())
             part = data_file.partition() if not spec.isUnpartitioned() else None
             target = files.newOutputFile(spec, part) if part is not None else files.newOutputFile()
-            w = fac.newPosDeleteWriter(target, parquet, part)
+            w = fac.position(target, spec, part)
             for pos in rows:
                 pd = jvm.org.apache.iceberg.deletes.PositionDelete.create()
-                pd.set(path, jvm.java.lang.Long.valueOf(pos), None)
+                pd.set(path, jvm.java.lang.Long.valueOf(pos))  # (path, pos): both 1.10 and 1.12 have it
                 w.write(pd)
             w.close()
             out.append(w.toDeleteFile())
@@ -490,3 +493,39 @@ def _parquet_column(location: str, column: str) -> List[Any]:
 
     path = urlparse(location).path if location.startswith("file:") else location
     return pq.read_table(path, columns=[column]).column(column).to_pylist()
+
+
+def _has_class(jvm, name: str) -> bool:
+    from py4j.java_gateway import JavaClass
+
+    found = jvm
+    for part in name.split("."):
+        found = getattr(found, part)
+    return isinstance(found, JavaClass)
+
+
+class _AppenderDeletes:
+    """Delete writers of Iceberg's GenericAppenderFactory (Iceberg 1.10 and before)."""
+
+    def __init__(self, factory, parquet) -> None:
+        self.factory, self.parquet = factory, parquet
+
+    def equality(self, target, spec, partition):
+        return self.factory.newEqDeleteWriter(target, self.parquet, partition)
+
+    def position(self, target, spec, partition):
+        return self.factory.newPosDeleteWriter(target, self.parquet, partition)
+
+
+class _FactoryDeletes:
+    """Delete writers of Iceberg's GenericFileWriterFactory (Iceberg 1.11 and after)."""
+
+    def __init__(self, factory) -> None:
+        self.factory = factory
+
+    def equality(self, target, spec, partition):
+        return self.factory.newEqualityDeleteWriter(target, spec, partition)
+
+    def position(self, target, spec, partition):
+        return self.factory.newPositionDeleteWriter(target, spec, partition)
+

@@ -1,5 +1,5 @@
 """AWS Glue + S3, the catalog most OLake users deploy, on a moto server: Iceberg's own GlueCatalog and
-S3FileIO (AWS SDK v2 jars from PyPI, scripts/aws_jars.py), no Hadoop S3 file system at all, so any
+S3FileIO (the AWS SDK v2 of iceberg-aws-bundle, scripts/jars.py), no Hadoop S3 file system at all, so any
 read that bypassed Iceberg's FileIO would fail here ("No FileSystem for scheme s3"). The mirrors are
 read back from S3 by Spark, pyiceberg, DuckDB (httpfs) and iceberg-rust."""
 import socket

@@ -75,6 +75,7 @@ class FileRef:
 
 
 class TaskSets:
+    _uses_cache: Optional[bool] = None  # the Iceberg on the class path, found once a process
     """Plans snapshots of one table and reads chosen tasks; `close()` unstages everything."""
 
     def __init__(self, session: Any, table: Any, table_name: str) -> None:
@@ -139,13 +140,34 @@ class TaskSets:
         jtasks = self.jvm.java.util.ArrayList()
         for t in tasks:
             jtasks.add(t)
-        self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get().stageTasks(self.table, set_id, jtasks)
+        spark_pkg = self.jvm.org.apache.iceberg.spark
+        spark_pkg.ScanTaskSetManager.get().stageTasks(self.table, set_id, jtasks)
         self._staged.append(set_id)
-        return self.session.read.format("iceberg").option("scan-task-set-id", set_id).load(self.name)
+        if not self._table_cache():
+            return self.session.read.format("iceberg").option("scan-task-set-id", set_id).load(self.name)
+        # Iceberg 1.11+ dropped the scan-task-set-id option (an unknown option is ignored: the whole
+        # table would be read). Its rewrite actions read a staged set as the table named by the set's
+        # id in its table cache; so does this.
+        spark_pkg.SparkTableCache.get().add(set_id, self.table)
+        return self.session.read.format("iceberg").load(set_id)
+
+    def _table_cache(self) -> bool:
+        """Whether this Iceberg reads staged task sets through its SparkTableCache (1.11 and later)."""
+        if TaskSets._uses_cache is None:
+            from py4j.protocol import Py4JError
+
+            try:  # the option's constant is gone from 1.11 on
+                TaskSets._uses_cache = not str(self.jvm.org.apache.iceberg.spark.SparkReadOptions.SCAN_TASK_SET_ID)
+            except Py4JError:
+                TaskSets._uses_cache = True
+        return TaskSets._uses_cache
 
     def close(self) -> None:
-        manager = self.jvm.org.apache.iceberg.spark.ScanTaskSetManager.get()
+        spark_pkg = self.jvm.org.apache.iceberg.spark
+        manager = spark_pkg.ScanTaskSetManager.get()
         for set_id in self._staged:
             manager.removeTasks(self.table, set_id)
+            if self._table_cache():
+                spark_pkg.SparkTableCache.get().remove(set_id)
         self._staged.clear()
         self._plans.clear()

@@ -4,7 +4,6 @@ Secret catalog properties are set on each session at run time (never in the laun
 configuration), so they appear in no environment dump, event log or `spark.logConf` output.
 """
 import glob
-import importlib.util
 import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional
@@ -27,25 +26,27 @@ EXECUTOR_JAVA_OPTIONS_ENV = "OLAKE_COW_EXECUTOR_JAVA_OPTIONS"
 REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
 
 
+def local_jar_folder() -> str:
+    """Where a local run finds Iceberg's jars (on EMR the release ships them): OLAKE_COW_JARS, else
+    <python environment>/jars, which make setup fills by Maven coordinates (scripts/jars.py)."""
+    return os.environ.get("OLAKE_COW_JARS") or os.path.join(sys.prefix, "jars")
+
+
 def local_iceberg_jar() -> str:
-    """The Iceberg Spark runtime shipped by the pinned PyPI package (local runs only)."""
-    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("Iceberg runtime not found: install snowpark-connect-deps-iceberg==1.0.2 "
-                          "(make setup does) or pass --spark-conf spark.jars=/path/to/iceberg.jar")
-    root = list(spec.submodule_search_locations)[0]
-    jars = sorted(glob.glob(os.path.join(root, "jars", "iceberg-spark-runtime-3.5_2.12-*.jar")))
+    """The Iceberg Spark runtime of a local run."""
+    folder = local_jar_folder()
+    jars = sorted(glob.glob(os.path.join(folder, "iceberg-spark-runtime-*.jar")))
     if not jars:
-        raise ConfigError(f"no iceberg-spark-runtime-3.5_2.12 jar under {root}/jars")
+        raise ConfigError(f"Iceberg's Spark runtime not found in {folder}: run make setup (scripts/jars.py fetches "
+                          "it by its Maven coordinates), set OLAKE_COW_JARS to a folder holding it, or pass "
+                          "--spark-conf spark.jars=/path/to/iceberg-spark-runtime.jar")
     return jars[-1]
 
 
 def local_aws_jars() -> List[str]:
-    """The AWS SDK v2 jars Iceberg's GlueCatalog and S3FileIO need in local runs (on EMR they come
-    with the release): OLAKE_COW_AWS_JARS, else <python environment>/aws-jars (make setup puts them
-    there, scripts/aws_jars.py). Empty when not installed."""
-    folder = os.environ.get("OLAKE_COW_AWS_JARS") or os.path.join(sys.prefix, "aws-jars")
-    return sorted(glob.glob(os.path.join(folder, "*.jar")))
+    """The AWS SDK v2 that Iceberg's GlueCatalog and S3FileIO need in local runs (Iceberg's
+    iceberg-aws-bundle, beside the runtime; on EMR it comes with the release). Empty when not there."""
+    return sorted(glob.glob(os.path.join(local_jar_folder(), "iceberg-aws-bundle-*.jar")))
 
 
 def _needs_aws(cfg: DestinationConfig, public: Mapping[str, str]) -> bool:
@@ -89,8 +90,9 @@ def _local_class_path(cfg: DestinationConfig, public: Mapping[str, str], iceberg
     if _needs_aws(cfg, public):
         aws = local_aws_jars()
         if not aws:
-            raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs the AWS SDK v2 jars in local runs: "
-                              "run make setup (scripts/aws_jars.py) or set OLAKE_COW_AWS_JARS to a folder of them")
+            raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs Iceberg's AWS bundle in local runs: "
+                              "run make setup (scripts/jars.py) or set OLAKE_COW_JARS to a folder holding "
+                              "iceberg-aws-bundle")
         classpath += aws  # on the system class path too: the SDK finds its HTTP clients by ServiceLoader
     return classpath
 

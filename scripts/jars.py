@@ -1,0 +1,125 @@
+"""Fetches the Iceberg jars a local run needs, by their Maven coordinates, pinned with checksums.
+
+    python scripts/jars.py DEST [--spark 3|4]      (make setup runs it with DEST=.venv/jars)
+
+On EMR the release ships Iceberg; locally, every path (make demo, the tests, the bench, the class
+archive's training run) reads the jars from DEST. They are resolved with the Ivy that pyspark
+ships (its default resolver is Maven Central; no host is named here), cached in Ivy's own cache
+(`~/.ivy2/cache`, or IVY_CACHE), copied to DEST and checked against the SHA-256 pinned below; a
+DEST that already holds the pinned jars is left as it is, so nothing is downloaded twice.
+"""
+import argparse
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, Tuple
+
+
+@dataclass(frozen=True)
+class Jar:
+    group: str
+    artifact: str
+    version: str
+    sha256: str
+
+    @property
+    def file(self) -> str:
+        return f"{self.artifact}-{self.version}.jar"
+
+    @property
+    def coordinate(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+
+ICEBERG = "org.apache.iceberg"
+# One row per Spark line the job runs on. The AWS bundle holds the AWS SDK v2 that Iceberg's
+# GlueCatalog and S3FileIO call (EMR ships its own); 1.10.1 is the newest bundle of the 1.10 line.
+STACKS: Dict[str, Tuple[Jar, ...]] = {
+    "3": (
+        Jar(ICEBERG, "iceberg-spark-runtime-3.5_2.12", "1.10.2",
+            "c562d482dcd16b666e808b755469fbc4b2604284b41622c9d87e2c02b7cc6c5f"),
+        Jar(ICEBERG, "iceberg-aws-bundle", "1.10.1",
+            "86bf20892ea5b4c17688f19b075399885f6aa5303f6b2dc9f491e76ceef9633b"),
+    ),
+    "4": (
+        Jar(ICEBERG, "iceberg-spark-runtime-4.1_2.13", "1.12.0",
+            "3123c3798af642dd537230923548e013ef41cc28b6626e5225808cf5670a0f82"),
+        Jar(ICEBERG, "iceberg-aws-bundle", "1.12.0",
+            "dd7e49ffa4ac9b215bed846581991259e3aec9bb2fa08d6cec029c46cd66d957"),
+    ),
+}
+
+
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ivy_jar() -> str:
+    import pyspark
+
+    found = sorted(glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "ivy-*.jar")))
+    if not found:
+        raise SystemExit("jars: pyspark ships no Ivy jar (pyspark/jars/ivy-*.jar)")
+    return found[-1]
+
+
+def resolve(jar: Jar, dest: str) -> str:
+    """One jar through Ivy (cached), copied to dest; its checksum checked."""
+    cache = os.environ.get("IVY_CACHE") or os.path.join(os.path.expanduser("~"), ".ivy2", "cache")
+    with tempfile.TemporaryDirectory(prefix="olake-cow-jars-") as tmp:
+        cmd = ["java", "-jar", ivy_jar(), "-dependency", jar.group, jar.artifact, jar.version,
+               "-notransitive", "-types", "jar", "-confs", "default", "-cache", cache,
+               "-retrieve", os.path.join(tmp, "[artifact]-[revision](-[classifier]).[ext]")]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        got = os.path.join(tmp, jar.file)
+        if done.returncode != 0 or not os.path.exists(got):
+            tail = "\n".join(done.stdout.strip().splitlines()[-12:])
+            raise SystemExit(f"jars: could not resolve {jar.coordinate}:\n{tail}")
+        actual = sha256(got)
+        if actual != jar.sha256:
+            raise SystemExit(f"jars: {jar.coordinate} has SHA-256 {actual}, pinned {jar.sha256}")
+        target = os.path.join(dest, jar.file)
+        shutil.copyfile(got, target + ".part")
+        os.replace(target + ".part", target)
+    return target
+
+
+def install(dest: str, spark: str) -> int:
+    jars = STACKS[spark]
+    os.makedirs(dest, exist_ok=True)
+    wanted = {j.file for j in jars}
+    for stale in glob.glob(os.path.join(dest, "*.jar")):
+        if os.path.basename(stale) not in wanted:
+            os.remove(stale)
+    for jar in jars:
+        path = os.path.join(dest, jar.file)
+        if os.path.exists(path) and sha256(path) == jar.sha256:
+            continue
+        print(f"jars: fetching {jar.coordinate}", flush=True)
+        resolve(jar, dest)
+    with open(os.path.join(dest, ".installed"), "w", encoding="utf-8") as f:
+        f.write("\n".join(j.coordinate for j in jars) + "\n")
+    return len(jars)
+
+
+def main(argv: "list[str]") -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dest")
+    parser.add_argument("--spark", choices=sorted(STACKS), default="3", help="the Spark line (3: 3.5, 4: 4.1)")
+    args = parser.parse_args(argv)
+    count = install(args.dest, args.spark)
+    print(f"jars: {count} pinned jars for Spark {args.spark} in {args.dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
