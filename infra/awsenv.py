@@ -12,7 +12,7 @@ import argparse
 import os
 import re
 import sys
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 # The job's pure core (standard library only) is infra's one reader of names and URIs too.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
@@ -181,11 +181,22 @@ def run(prog: str, main: Callable[[], int]) -> int:
 def _main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="awsenv", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["region"], help="what to print")
+    p.add_argument("what", choices=["region", "namespaces"], help="what to print")
+    p.add_argument("value", nargs="?", default="", help="namespaces: the NAMESPACES list to normalize")
     p.add_argument("--region", help="use this region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
     args = p.parse_args(argv)
-    print(region(args.region))
+    print(",".join(name_list(args.value)) if args.what == "namespaces" else region(args.region))
     return 0
+
+
+def name_list(text: str) -> List[str]:
+    """A comma-separated list as the stack stores it: no spaces around names, no empty entries
+    ("sales, crm," is sales,crm); a name given twice is refused."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SetupError(f"NAMESPACES names {twice[0]!r} more than once")
+    return names
 
 
 if __name__ == "__main__":

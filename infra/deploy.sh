@@ -26,6 +26,7 @@ export SAM_CLI_TELEMETRY=0
 PYTHON=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
 export PYTHON
 REGION=$($PY infra/awsenv.py region) || exit 2
+NAMESPACES=$($PY infra/awsenv.py namespaces "$NAMESPACES") || exit 2  # "sales, crm," is stored as sales,crm
 
 echo "==> checking the settings (region $REGION)"
 PARAMS_FILE=$(mktemp)

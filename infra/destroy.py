@@ -24,6 +24,8 @@ Exit codes: 0 removed, 2 a missing --yes, an unknown stack, a location that is n
 stack's, or an AWS error (one line says what).
 """
 import argparse
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -32,6 +34,9 @@ from typing import Dict, List, Optional, Tuple
 
 import awsenv
 import ownership
+
+from olake_cow.core import identity
+from olake_cow.core.snapshots import state_from_metadata
 
 MIRROR_SUFFIX = "_cow"
 
@@ -69,12 +74,30 @@ class MirrorTable:
     name: str
     location: Optional[ownership.Location]  # None: the table's data is not removed (see why)
     why_kept: str = ""
+    drop: bool = True  # False: not the project's table; neither it nor its database is dropped
+
+
+def made_here(s3, ns: str, table: Dict) -> str:
+    """Why a table of a mirror database is not one olake-cow made ("" when it is one: its metadata
+    carries the project's marker, or the olake-cow.* properties of an earlier version)."""
+    params = table.get("Parameters") or {}
+    metadata = params.get("metadata_location") or ""
+    if str(params.get("table_type", "")).upper() != "ICEBERG" or not awsenv.uris.is_s3_uri(metadata):
+        return "not an Iceberg table in S3, so not made by olake-cow"
+    bucket, key = awsenv.uris.split_s3(metadata)
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    meta = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    name = table["Name"]
+    source = f"{ns}.{name[:-len(MIRROR_SUFFIX)]}" if name.endswith(MIRROR_SUFFIX) else ""
+    owner = identity.ownership(state_from_metadata(meta), source, f"{ns}{MIRROR_SUFFIX}.{name}")
+    return "" if owner.writable else "not made by olake-cow as a mirror of this namespace"
 
 
 def plan_mirrors(glue, namespaces: List[str], warehouse: ownership.Location,
-                 sources: List[Tuple[str, ownership.Location]]) -> List[MirrorTable]:
+                 sources: List[Tuple[str, ownership.Location]], s3) -> List[MirrorTable]:
     """The mirror tables of `namespaces` and the data each may lose: its own location, holding its
-    own metadata, apart from every source table, and not holding the warehouse."""
+    own metadata, apart from every source table, and not holding the warehouse. A table the
+    project did not make is kept whole (not dropped) and named."""
     plan: List[MirrorTable] = []
     for ns in namespaces:
         database = ns + MIRROR_SUFFIX
@@ -85,39 +108,50 @@ def plan_mirrors(glue, namespaces: List[str], warehouse: ownership.Location,
             if awsenv.error_code(exc) == "EntityNotFoundException":
                 continue
             raise
-        for t in tables:
-            location = (t.get("StorageDescriptor") or {}).get("Location") or ""
-            metadata = (t.get("Parameters") or {}).get("metadata_location") or ""
-            entry = MirrorTable(database, t["Name"], None)
-            if not location.startswith("s3://"):
-                entry.why_kept = "not in S3"
-            else:
-                loc = awsenv.split_s3(location.rstrip("/"), f"{database}.{t['Name']} location")
-                clash = [what for what, other in sources if awsenv.overlaps(loc, other)]
-                if loc[0] == warehouse[0] and awsenv.within(warehouse[1], loc[1]):
-                    clash.append("the warehouse")
-                if not loc[1]:
-                    entry.why_kept = "its location is a bucket root"
-                elif clash:
-                    entry.why_kept = f"its location overlaps {clash[0]}"
-                elif metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
-                    entry.why_kept = "its metadata lives outside its location"
-                else:
-                    entry.location = loc
-            plan.append(entry)
+        plan += [_mirror_entry(s3, ns, t, warehouse, sources) for t in tables]
     return plan
+
+
+def _mirror_entry(s3, ns: str, t: Dict, warehouse: ownership.Location,
+                  sources: List[Tuple[str, ownership.Location]]) -> MirrorTable:
+    """One table of a mirror database: dropped or not, and the data it may lose."""
+    database = ns + MIRROR_SUFFIX
+    location = (t.get("StorageDescriptor") or {}).get("Location") or ""
+    metadata = (t.get("Parameters") or {}).get("metadata_location") or ""
+    entry = MirrorTable(database, t["Name"], None)
+    foreign = made_here(s3, ns, t)
+    if foreign:
+        entry.why_kept, entry.drop = foreign, False
+        return entry
+    if not location.startswith("s3://"):
+        entry.why_kept = "not in S3"
+        return entry
+    loc = awsenv.split_s3(location.rstrip("/"), f"{database}.{t['Name']} location")
+    clash = [what for what, other in sources if awsenv.overlaps(loc, other)]
+    if loc[0] == warehouse[0] and awsenv.within(warehouse[1], loc[1]):
+        clash.append("the warehouse")
+    if not loc[1]:
+        entry.why_kept = "its location is a bucket root"
+    elif clash:
+        entry.why_kept = f"its location overlaps {clash[0]}"
+    elif metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
+        entry.why_kept = "its metadata lives outside its location"
+    else:
+        entry.location = loc
+    return entry
 
 
 def drop_mirrors(glue, s3, plan: List[MirrorTable]) -> List[str]:
     dropped = []
-    for entry in plan:
+    for entry in (e for e in plan if e.drop):
         if entry.location:
             bucket, prefix = entry.location
             ownership.delete_keys(s3, bucket, ownership.keys_under(s3, bucket, prefix))
         glue.delete_table(DatabaseName=entry.database, Name=entry.name)
         dropped.append(f"{entry.database}.{entry.name}" + (f" (data kept: {entry.why_kept})" if entry.why_kept
                                                            else ""))
-    for database in sorted({e.database for e in plan}):
+    holding = {e.database for e in plan if not e.drop}
+    for database in sorted({e.database for e in plan} - holding):
         glue.delete_database(Name=database)
     return dropped
 
@@ -186,7 +220,7 @@ def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dic
         mirrors = ownership.table_locations(glue, [n + MIRROR_SUFFIX for n in namespaces])
         _plan_artifacts(args, session, params, others, plan, [("the warehouse", warehouse)] + sources + mirrors)
     if args.remove_mirrors:
-        _plan_mirrors(args, glue, namespaces, warehouse, sources, others, plan)
+        _plan_mirrors(args, glue, session.client("s3"), namespaces, warehouse, sources, others, plan)
     if args.remove_secret:
         plan.secret = _unshared(plan, others, "DestinationSecretArn", args.secret, params, "--remove-secret",
                                 "--secret", "the secret {} (stack(s) {} read it")
@@ -214,7 +248,7 @@ def _plan_artifacts(args: argparse.Namespace, session, params: Dict[str, str], o
             plan.removal.keep.append(key)
 
 
-def _plan_mirrors(args: argparse.Namespace, glue, namespaces: List[str], warehouse: Optional[ownership.Location],
+def _plan_mirrors(args: argparse.Namespace, glue, s3, namespaces: List[str], warehouse: Optional[ownership.Location],
                   sources: list, others: Dict[str, Dict[str, str]], plan: Plan) -> None:
     """The mirror namespaces to drop: not those another stack mirrors too, unless named."""
     if not namespaces:
@@ -224,7 +258,7 @@ def _plan_mirrors(args: argparse.Namespace, glue, namespaces: List[str], warehou
     mine = namespaces if args.namespaces else [ns for ns in namespaces if not shared[ns]]
     plan.kept += [f"the mirrors of {ns} (stack(s) {', '.join(shared[ns])} mirror it too; name it with "
                   "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
-    plan.mirrors = plan_mirrors(glue, mine, warehouse, sources)
+    plan.mirrors = plan_mirrors(glue, mine, warehouse, sources, s3)
 
 
 def _unshared(plan: Plan, others: Dict[str, Dict[str, str]], key: str, named: Optional[str],
@@ -280,6 +314,8 @@ def _remove(args: argparse.Namespace, session, plan: Plan) -> None:
     if plan.mirrors:
         dropped = drop_mirrors(session.client("glue"), s3, plan.mirrors)
         print(f"==> {len(dropped)} mirror table(s) dropped with their data: {', '.join(dropped)}")
+        for e in (e for e in plan.mirrors if not e.drop):
+            print(f"    kept {e.database}.{e.name} and its database: {e.why_kept}")
     elif args.remove_mirrors:
         print("==> no mirror table to drop")
     if plan.secret:

@@ -69,7 +69,7 @@ def _locations(args: argparse.Namespace, stack: str) -> Tuple[str, str, str, str
 
 
 def _namespaces(text: str, cfg: DestinationConfig) -> List[str]:
-    namespaces = [n.strip() for n in text.split(",") if n.strip()]
+    namespaces = awsenv.name_list(text)
     if not namespaces:
         raise awsenv.SetupError("NAMESPACES is empty: list the source namespaces, e.g. sales,crm")
     try:

@@ -174,7 +174,9 @@ class MotoStacks:
             location = f"{warehouse}/{cow_ns}/{table}_cow"
             bucket, prefix = split_s3(location)
             meta_key = f"{prefix}/metadata/00001-{uuid.uuid4()}.metadata.json"
-            s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(fixture("ro_mirror_after_job")).encode())
+            meta = fixture("ro_mirror_after_job")  # the job's mirror of this table: its marker and source
+            meta["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": f"{ns}.{table}"})
+            s3.put_object(Bucket=bucket, Key=meta_key, Body=json.dumps(meta).encode())
             s3.put_object(Bucket=bucket, Key=f"{prefix}/data/00000-0-{uuid.uuid4()}.parquet", Body=b"PAR1")
             glue_table(glue, cow_ns, f"{table}_cow", location, f"s3://{bucket}/{meta_key}")
         summary = {"status": "succeeded", "duration_s": 42.0, "finished_at": "2026-11-25T10:00:00Z",

@@ -172,10 +172,14 @@ def read_secret(secret_id: str, region: Optional[str]) -> str:
     return value.get("SecretString") or value.get("SecretBinary") or ""
 
 
-def check_summary_out(target: Optional[str]) -> None:
-    """Before Spark starts: a summary the run could not write is bad input, not a failed run."""
+def check_summary_out(target: Optional[str], config_file: Optional[str] = None) -> None:
+    """Before Spark starts: a summary the run could not write is bad input, not a failed run; so is
+    one that would overwrite the run's own config file (credentials and all)."""
     if not target:
         return
+    if config_file and "://" not in target and os.path.realpath(target) == os.path.realpath(config_file):
+        raise ConfigError(f"--summary-out {target} is the --destination-details file: the summary would overwrite "
+                          "the config; write it elsewhere")
     scheme = target.split("://", 1)[0] if "://" in target else ""
     if scheme and scheme != "s3":
         raise ConfigError(f"--summary-out {target!r}: write s3://bucket/path/summary.json or a local path "
@@ -293,7 +297,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
                                      args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
                                      args.fold_ratio).validate()
     extra = _spark_conf(args.spark_conf)
-    check_summary_out(args.summary_out)
+    check_summary_out(args.summary_out, args.destination_details)
     from .spark.session import launch_conf, under_spark_submit
 
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar

@@ -52,6 +52,7 @@ class TableCheck:
 
     merge: Optional[str] = None
     due: Tuple[str, ...] = ()
+    refused: Optional[str] = None  # the job would skip or refuse this table: never a reason to start a run
 
 
 @dataclass(frozen=True)

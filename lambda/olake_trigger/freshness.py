@@ -16,6 +16,7 @@ from olake_cow.core import planner
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.errors import SourceModeError, aws_error_code
+from olake_cow.core.identity import ownership, source_problem
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.core.snapshots import MISSING, TableState, state_from_metadata
@@ -80,6 +81,10 @@ class GlueFreshness:
         for name in (list(tables) if tables else self.tables(namespace)):
             source = self._state(namespace, name)
             mirror = self._state(namespace + self.suffix, name + "_cow")
+            refused = _refusal(source, mirror, namespace, name, namespace + self.suffix)
+            if refused:
+                out[name] = TableCheck(refused=refused)
+                continue
             try:
                 mode = resolve_mode(source, mirror, self.source_mode)
             except SourceModeError:
@@ -92,6 +97,17 @@ class GlueFreshness:
                                       now_ms, built_format(mirror) == MirrorFormat.DV)
             out[name] = TableCheck(type(step).__name__.lower() if planner.has_work(step) else None, tuple(due))
         return out
+
+
+def _refusal(source: TableState, mirror: TableState, namespace: str, name: str, cow_namespace: str) -> Optional[str]:
+    """Why the job would skip or refuse the table (identity.py), so no run is started for it."""
+    if not source.exists:
+        return None
+    problem = source_problem(source, f"table {namespace}.{name}")
+    if problem is not None:
+        return problem.reason
+    owner = ownership(mirror, f"{namespace}.{name}", f"{cow_namespace}.{name}_cow")
+    return None if owner.writable else owner.reason
 
 
 def freshness_for(cfg: DestinationConfig, glue: "GlueClient", s3: "S3Client", cow_suffix: str,

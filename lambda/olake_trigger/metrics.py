@@ -7,7 +7,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from olake_cow.core.summary import RunStatus, TableStatus
 
 FAILED_STATES = ("FAILED", "CANCELLED")
-TABLE_VALUES = (("RowsUpserted", "rows_upserted"), ("RowsDeleted", "rows_deleted"), ("FilesWritten", "files_written"))
+TABLE_VALUES = (("RowsUpserted", "rows_upserted"), ("RowsDeleted", "rows_deleted"), ("FilesWritten", "files_written"),
+                ("MirrorsRepaired", "repaired"))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ Item `ns#<namespace>`:
   token        S   client token of the run holding the lease
   job_run_id   S   EMR Serverless job run id, once started
   summary_uri  S   where that run writes its summary
-  pending      SS  tables with commits not yet handed to a run ("*" = all tables, decide.ALL_TABLES)
+  pending      SS  tables with commits not yet handed to a run ("*" = all tables, decide.ALL_TABLES);
+                   past PENDING_LIMIT names it becomes {"*"}: a schema's first sync of thousands
+                   of tables is one run of the namespace, and the item stays far under 400 KB
   last_commit  N   epoch seconds of the newest commit event (debounce)
 Item `seen#<event>`: expires_at N (TTL attribute)
 """
@@ -21,8 +23,20 @@ from botocore.exceptions import ClientError
 
 from olake_cow.core.errors import aws_error_code
 
+from .decide import ALL_TABLES
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+
+# 200 names of Glue's longest (255 characters) are 51 KB: a quarter of the 400 KB DynamoDB allows.
+PENDING_LIMIT = 200
+
+
+def collapsed(names: Iterable[str]) -> List[str]:
+    """The pending names to store: "all tables" once they are many, or once they include it."""
+    names = sorted(set(names))
+    return [ALL_TABLES] if ALL_TABLES in names or len(names) > PENDING_LIMIT else names
 
 
 @dataclass(frozen=True)
@@ -91,20 +105,31 @@ class StateStore:
 
     def add_pending(self, namespace: str, names: Iterable[str], now: Optional[int] = None) -> NamespaceState:
         """Record tables with work waiting (ALL_TABLES: every table); `now` also moves the debounce clock."""
-        names = sorted(set(names))
-        parts: List[str] = []
-        values: Dict[str, Any] = {}
+        names = collapsed(names)
+        values: Dict[str, Any] = {} if now is None else {":now": {"N": str(now)}}
+        clock = ["SET last_commit = :now"] if now is not None else []
         if names:
-            parts.append("ADD pending :t")
-            values[":t"] = {"SS": names}
-        if now is not None:
-            parts.append("SET last_commit = :now")
-            values[":now"] = {"N": str(now)}
-        if not parts:
+            # Names are added only while the set is not "all tables" already (that covers them).
+            out = self._conditional(
+                namespace, UpdateExpression=" ".join(["ADD pending :t", *clock]),
+                ConditionExpression="attribute_not_exists(pending) OR NOT contains(pending, :all)",
+                ExpressionAttributeValues={**values, ":t": {"SS": names}, ":all": {"S": ALL_TABLES}},
+                ReturnValues="ALL_NEW")
+            if out is not None:
+                state = _state(namespace, out.get("Attributes"))
+                return self._collapse(state) if len(state.pending) > PENDING_LIMIT else state
+        if not clock:
             return self.get(namespace)
-        out = self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=" ".join(parts),
+        out = self.ddb.update_item(TableName=self.table, Key=self._key(namespace), UpdateExpression=clock[0],
                                    ExpressionAttributeValues=values, ReturnValues="ALL_NEW")
         return _state(namespace, out.get("Attributes"))
+
+    def _collapse(self, state: NamespaceState) -> NamespaceState:
+        """Many pending names become "all tables" (one write; names added meanwhile are covered)."""
+        out = self.ddb.update_item(TableName=self.table, Key=self._key(state.namespace),
+                                   UpdateExpression="SET pending = :all",
+                                   ExpressionAttributeValues={":all": {"SS": [ALL_TABLES]}}, ReturnValues="ALL_NEW")
+        return _state(state.namespace, out.get("Attributes"))
 
     def acquire(self, namespace: str, token: str, now: int, lease_until: int) -> Optional[NamespaceState]:
         """Take the lease if free or expired, and take over the pending tables. Returns the state
@@ -130,7 +155,7 @@ class StateStore:
 
     def abandon(self, namespace: str, token: str, pending: Iterable[str]) -> None:
         """Give the lease back without a job (nothing to do, or the start failed)."""
-        names = sorted(set(pending))
+        names = collapsed(pending)
         expr = "REMOVE lease_until, #tok, job_run_id, summary_uri"
         values: Dict[str, Any] = {":tok": {"S": token}}
         if names:

@@ -256,6 +256,9 @@ class Trigger:
             return None
         log.info("metadata check for %s: %s", namespace,
                  {t: c for t, c in checks.items() if c.merge or c.due} or "nothing new, nothing due")
+        for t, c in checks.items():
+            if c.refused:
+                log.warning("%s.%s: no run is started for it: %s", namespace, t, c.refused)
         return checks
 
     def _still_running(self, namespace: str, job_run_id: Optional[str]) -> bool:

@@ -78,6 +78,7 @@ CASES = {
     "secret-missing": (*deploy(SECRET_ARN="{missing}"), "does not exist in eu-west-1"),
     "namespace-a-mirror": (*deploy(NAMESPACES="sales_cow"), "that is a mirror namespace"),
     "namespaces-empty": (*deploy(NAMESPACES=" , "), "NAMESPACES is empty"),
+    "namespace-twice": (*deploy(NAMESPACES="sales,sales"), "NAMESPACES names 'sales' more than once"),
     "namespace-uppercase": (*deploy(NAMESPACES="Sales"), "namespace name 'Sales' cannot be used with a glue"),
     "extra-unknown-parameter": (*deploy(EXTRA_PARAMS="Foo=1"), "'Foo' is not a stack parameter of template.yaml"),
     "extra-not-a-number": (*deploy(EXTRA_PARAMS="SourceExpiryHours=abc"), "SourceExpiryHours='abc': must be a number"),

@@ -31,8 +31,9 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     common = {"WAREHOUSE_BUCKET": BUCKET, "WAREHOUSE_PREFIX": "warehouse", "SECRET_ARN": arn}
 
     # deploy: each stack claims its own artifacts location; a prefix another stack claimed is refused
-    code, out = moto.deploy("stack-a", NAMESPACES="sales", **common)
+    code, out = moto.deploy("stack-a", NAMESPACES=" sales, ", **common)  # a trailing comma, spaces
     assert code == 0, out
+    assert moto.stack_parameters("stack-a")["SourceNamespaces"] == "sales"
     code, out = moto.deploy("stack-b", NAMESPACES="crm", ARTIFACTS_PREFIX="olake-cow/stack-a", **common)
     assert code == 2 and "is the artifacts location of stack 'stack-a'" in out, out
     maintenance = '{"expire_mirror_hours": 168, "compact_files": true}'  # spaces and JSON in one parameter
@@ -59,10 +60,18 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     crm_mirror_before = moto.objects(BUCKET, "warehouse/crm_cow/")
     assert olake_before and crm_mirror_before and moto.objects(BUCKET, "warehouse/sales_cow/")
 
+    # a user's own (non-Iceberg) table in the mirror database, its data outside the warehouse
+    user_data = client("s3").put_object(Bucket=BUCKET, Key="userdata/notes/part-0.csv", Body=b"mine")["ETag"]
+    client("glue").create_table(DatabaseName="sales_cow", TableInput={
+        "Name": "notes", "TableType": "EXTERNAL_TABLE", "StorageDescriptor": {"Location": f"s3://{BUCKET}/userdata/notes"}})
+
     # destroy stack a with every removal asked for
     code, out = moto.destroy("stack-a", "--remove-artifacts", "--remove-mirrors", "--remove-secret",
                              "--disable-bucket-events", "--yes")
     assert code == 0, out
+    assert "kept sales_cow.notes and its database: not an Iceberg table in S3" in out, out
+    assert client("glue").get_table(DatabaseName="sales_cow", Name="notes")["Table"]["Name"] == "notes"
+    assert moto.objects(BUCKET, "userdata/") == {"userdata/notes/part-0.csv": user_data}
     assert moto.objects(BUCKET, "olake-cow/stack-a/") == {}
     assert moto.objects(BUCKET, "warehouse/sales_cow/") == {}  # a's mirrors, gone with their data
     assert moto.objects(BUCKET, "olake-cow/stack-b/") == b_before  # b's code, marker, summaries, logs
@@ -76,7 +85,8 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     stacks = {s["StackName"]: s["StackStatus"] for s in client("cloudformation").list_stacks()["StackSummaries"]}
     assert stacks["stack-a"] == "DELETE_COMPLETE" and stacks["stack-b"] == "CREATE_COMPLETE"
     assert [d["Name"] for d in client("glue").get_databases()["DatabaseList"] if d["Name"].endswith("_cow")] == [
-        "crm_cow"]
+        "crm_cow", "sales_cow"]  # sales_cow holds the user's table
+    assert [t["Name"] for t in client("glue").get_tables(DatabaseName="sales_cow")["TableList"]] == ["notes"]
     assert moto.run_now("stack-b", "crm", force=True)["status"] == "started"  # b still works
 
     # destroy stack b: the last user of the secret and the notifications removes them

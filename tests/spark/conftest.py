@@ -8,6 +8,7 @@ Which fixture a test takes says what its behaviour depends on:
                 Hadoop and the JDBC (PostgreSQL) catalog; Glue + S3 and Hive have their own modules
 Warehouses are file:// URIs, as on object stores: every reader (iceberg-rust included) needs a scheme."""
 import itertools
+import json
 import os
 import uuid
 from typing import Dict, Optional
@@ -62,7 +63,7 @@ def spark(destinations):
     metastore on Derby, which has no lock support)."""
     aws = local_aws_jars()
     if not aws and os.environ.get("CI"):
-        pytest.fail("the AWS SDK jars are required in CI: make setup installs them (scripts/aws_jars.py)")
+        pytest.fail("the AWS SDK jars are required in CI: make setup fetches iceberg-aws-bundle (scripts/jars.py)")
     classpath = os.pathsep.join([pg.JDBC_JAR] + aws)
     root, _ = local_session(destinations["hadoop"], {
         "spark.jars": ",".join([local_iceberg_jar(), pg.JDBC_JAR]), "spark.driver.extraClassPath": classpath,
@@ -99,6 +100,13 @@ class Lake:
         if before is not None:
             assert self.source_metadata() == before, "a readonly run changed the source's metadata"
         return code
+
+    def run_summary(self, *args: str, table: str = "t"):
+        """(exit code, the summary entry of `table`) of a run with `args`."""
+        path = f"{self.dest_path}.summary-{uuid.uuid4().hex[:8]}.json"
+        code = self.run("--summary-out", path, *args)
+        with open(path, encoding="utf-8") as f:
+            return code, next(t for t in json.load(f)["tables"] if t["table"] == table)
 
     def run_raw(self, *args: str) -> int:
         """The job's command line exactly as given (no --source-mode added)."""

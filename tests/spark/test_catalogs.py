@@ -21,8 +21,9 @@ def make(lake, table="t", partition_by=()):
 def test_several_tables_and_one_failure_does_not_stop_the_others(catalog_lake):
     make(catalog_lake, "a")
     make(catalog_lake, "b")
-    catalog_lake.writer.spark.sql(f"CREATE TABLE {catalog_lake.writer.q('not_olake')} (x int) USING iceberg")
-    catalog_lake.writer.spark.sql(f"INSERT INTO {catalog_lake.writer.q('not_olake')} VALUES (1)")
+    # a table the job refuses (a bigint key): that table fails, the others are mirrored
+    catalog_lake.writer.spark.sql(f"CREATE TABLE {catalog_lake.writer.q('bad_key')} (_olake_id bigint) USING iceberg")
+    catalog_lake.writer.spark.sql(f"INSERT INTO {catalog_lake.writer.q('bad_key')} VALUES (1)")
     assert catalog_lake.run() == 1
     catalog_lake.assert_mirror_matches("a")
     catalog_lake.assert_mirror_matches("b")
@@ -114,12 +115,28 @@ def test_hostile_namespace_names_work(catalog_lake, ns):
     lake.assert_mirror_matches("t", engines=("pyiceberg",))
 
 
-def test_a_table_that_is_not_olake_is_refused_and_left_alone(catalog_lake, capsys):
+def test_a_table_that_is_not_olake_is_skipped_with_a_note_and_left_alone(catalog_lake):
     lake = catalog_lake
     make(lake)
     lake.writer.spark.sql(f"CREATE TABLE {lake.writer.q('plain')} (id bigint) USING iceberg")
     lake.writer.spark.sql(f"INSERT INTO {lake.writer.q('plain')} VALUES (1)")
     before = lake.tables.state(lake.ns, "plain").metadata_location
-    assert lake.run("--tables", "plain") == 1
-    assert "no _olake_id column" in capsys.readouterr().out
+    code, result = lake.run_summary("--tables", "plain", table="plain")
+    assert code == 0 and result["status"] == "skipped" and "no _olake_id column" in result["notes"][0]
     assert lake.tables.state(lake.ns, "plain").metadata_location == before
+    assert not lake.tables.state(lake.cow_ns, "plain_cow").exists
+    code, result = lake.run_summary(table="t")  # a whole namespace: the OLake table is mirrored beside it
+    assert code == 0 and result["status"] == "merged"
+
+
+def test_a_non_string_or_null_key_is_refused_in_one_line(catalog_lake):
+    lake = catalog_lake
+    lake.tables.create_namespace(lake.ns)
+    for name, key_type, key in (("bigkey", "bigint", "1"), ("nullkey", "string", "NULL")):
+        lake.writer.spark.sql(f"CREATE TABLE {lake.writer.q(name)} (_olake_id {key_type}, _op_type string, "
+                              "_olake_timestamp timestamp, _cdc_timestamp timestamp) USING iceberg")
+        lake.writer.spark.sql(f"INSERT INTO {lake.writer.q(name)} VALUES ({key}, 'r', now(), now())")
+        code, result = lake.run_summary("--tables", name, table=name)
+        assert code == 1 and result["status"] == "failed" and "\n" not in result["error"], result
+        assert ("of type long" if key_type == "bigint" else "_olake_id is NULL") in result["error"]
+        assert not lake.tables.state(lake.cow_ns, f"{name}_cow").exists

@@ -24,7 +24,9 @@ def job_arguments(aws, lake, env_changes):
     template = load_template()
     aws.apply_env(**{**default_trigger_env(template), "SOURCE_NAMESPACES": "sales", **env_changes})
     aws.glue_table("sales", "orders", metadata(lake.source("t").metadata_location))
-    aws.glue_table("sales_cow", "orders_cow", metadata(lake.mirror("t").metadata_location))
+    mirror = metadata(lake.mirror("t").metadata_location)
+    mirror["properties"]["olake-cow.source-table"] = "sales.orders"  # the name it has in moto's Glue
+    aws.glue_table("sales_cow", "orders_cow", mirror)
     aws.now = time.time() + 30 * 86400  # a month on: mirror maintenance (and source expiry, if asked) is due
     out = aws.invoke(periodic_input(template, ["sales"]))
     assert out["status"] == "started", out

@@ -114,13 +114,21 @@ def test_orphan_files_are_listed_by_dry_run_then_removed(rlake, tmp_path):
     with open(orphan, "wb") as f:
         f.write(b"PAR1 not really")
     os.utime(orphan, (1_000_000_000, 1_000_000_000))  # 2001: older than any safe age
+    # A user's file beside the mirror's own folders, as old: never the mirror's to remove.
+    mine = os.path.join(os.path.dirname(some_dir.split("/data")[0] + "/data"), "keep", "mine.parquet")
+    os.makedirs(os.path.dirname(mine))
+    with open(mine, "wb") as f:
+        f.write(b"PAR1 mine")
+    os.utime(mine, (1_000_000_000, 1_000_000_000))
     code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--remove-orphans-older-than", "24",
                                      "--orphans-dry-run")
     assert code == 0, summary
     assert [p for p in summary["tables"][0]["maintenance"]["orphan_files"] if p.endswith(os.path.basename(orphan))]
     assert os.path.exists(orphan)
+    assert not [p for p in summary["tables"][0]["maintenance"]["orphan_files"] if p.endswith("mine.parquet")]
     code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--remove-orphans-older-than", "24")
     assert code == 0 and not os.path.exists(orphan)
+    assert open(mine, "rb").read() == b"PAR1 mine"
     lake.assert_mirror_matches("t")
 
 
@@ -137,17 +145,24 @@ def test_bad_maintenance_options_are_refused(rlake, capsys, args, why):
 def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
     lake = rlake
     mirrored(lake, 400)
-    # Scatter the mirror over many small files (same rows), as many small merges would.
+    # Scatter the mirror over many small files (same rows), as many small merges would: written and
+    # published the way the job publishes (staged under its checkpoint's marker, then fast-forwarded),
+    # so the job takes it for its own commit and not for someone else's.
     spark = lake.writer.spark
+    marker = lake.mirror("t").properties["olake-cow.data-checkpoint"]
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     spark.conf.set("spark.sql.shuffle.partitions", "8")
+    spark.conf.set("spark.wap.id", marker)
     try:
         from pyspark.sql.functions import lit
 
-        spark.table(lake.mirror_q("t")).writeTo(lake.mirror_q("t")).overwrite(lit(True))
+        spark.table(lake.mirror_q("t")).repartition(8).writeTo(lake.mirror_q("t")).overwrite(lit(True))
     finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
-        spark.conf.unset("spark.sql.shuffle.partitions")
+        for key in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions", "spark.wap.id"):
+            spark.conf.unset(key)
+    mirror = lake.mirror("t")
+    [staged] = [s for s in mirror.snapshots if s.summary.get("wap.id") == marker and s.parent_id == mirror.current_id]
+    spark.sql(f"CALL {lake.catalog}.system.cherrypick_snapshot('{lake.cow_ns}.t_cow', {staged.snapshot_id})")
     live = lambda: spark.sql(f"SELECT count(*) FROM {lake.mirror_q('t')}.files").collect()[0][0]  # noqa: E731
     before = live()
     assert before >= 4

@@ -183,13 +183,17 @@ def test_verify_passes_on_a_right_mirror_and_reports_each_kind_of_difference(rla
     from pyspark.sql import functions as F
 
     spark.table(q).where("_olake_id = '9'").withColumn("_olake_id", F.lit("intruder")).writeTo(q).append()
-    code, summary = summary_of(lake, tmp_path, "--verify")
+    # Verified as it is (a maintenance-only run merges nothing, so it does not repair the mirror first)
+    code, summary = summary_of(lake, tmp_path, "--verify", "--maintenance-only", "--expire-mirror-older-than", "9999")
     assert code == 1
     t = summary["tables"][0]
     assert t["status"] == "verify_failed" and "verify:" in t["error"]
     v = t["verify"]
     assert (v["missing_keys"], v["extra_keys"], v["differing_rows"]) == (1, 1, 1), v
     assert v["examples"] == {"differing": ["7"], "extra": ["intruder"], "missing": ["8"]}
+    # A run that merges repairs the mirror someone else changed first, then verifies it
+    code, summary = summary_of(lake, tmp_path, "--verify")
+    assert code == 0 and summary["tables"][0]["repaired"] == 1 and summary["tables"][0]["verify"]["ok"]
 
 
 def test_verify_refuses_a_truncate_mode_mirror(spark, destinations, make_lake, tmp_path):

@@ -499,3 +499,63 @@ def test_a_runs_metrics_name_the_mirror_format_and_mode_without_a_billed_dimensi
     assert dims == {"namespace", "service"}  # the format is metadata, not a dimension
     per_table = [r for r in records if r.get("table") == "orders" and "RowsUpserted" in r]
     assert per_table and per_table[0]["mirror_format"] == "dv"
+
+
+# --- tables the job would skip or refuse never start a run ------------------------------------
+def _without_key(meta):
+    """The metadata of a plain Iceberg table: OLake's table with `_olake_id` renamed away."""
+    out = json.loads(json.dumps(meta))
+    for schema in out["schemas"]:
+        for f in schema["fields"]:
+            if f["name"] == "_olake_id":
+                f["name"] = "id"
+    return out
+
+
+def _foreign(meta):
+    """A user's table at the mirror's name: no olake-cow property, no checkpoint marker."""
+    out = json.loads(json.dumps(meta))
+    out["properties"] = {k: v for k, v in out["properties"].items() if not k.startswith("olake-cow")}
+    for snap in out["snapshots"]:
+        for key in ("wap.id", "published-wap-id"):
+            snap["summary"].pop(key, None)
+    return out
+
+
+@pytest.mark.parametrize("source, mirror", [
+    (lambda: _without_key(fixture("ro_source_new_commit.metadata.json")), lambda: None),
+    (lambda: fixture("ro_source_new_commit.metadata.json"),
+     lambda: _foreign(fixture("ro_mirror_after_job.metadata.json"))),
+], ids=["no-olake-id", "foreign-mirror"])
+def test_a_table_the_job_would_skip_or_refuse_starts_no_run_on_a_schedule(aws, source, mirror):
+    aws.glue_table("sales", "orders", source())
+    if mirror() is not None:
+        aws.glue_table("sales_cow", "orders_cow", mirror())
+    out = aws.invoke({"namespace": "sales", "tables": ["orders"]})
+    assert out["status"] == "skipped", out
+    assert aws.job_runs() == []
+
+
+def test_a_large_schemas_first_sync_is_one_run_of_the_namespace_with_a_small_state_item(aws):
+    """5,000 tables of 155-character names commit in one sync: their names alone are 775 KB, past
+    DynamoDB's 400 KB item. The pending set becomes "all tables" and no item nears 100 KB."""
+    aws.apply_env(QUIET_PERIOD_SECONDS=60)
+    names = [f"t{i:05d}_" + "x" * 148 for i in range(5000)]
+    assert {len(n) for n in names} == {155}
+    largest = 0
+    for i, name in enumerate(names):
+        out = aws.invoke(aws.commit_event("sales", name))
+        assert out["status"] == "debounced", out
+        if i % 50 == 0 or i == len(names) - 1:
+            item = aws.state_item("sales")
+            largest = max(largest, len(json.dumps(item)))
+    assert largest < 100_000, largest
+    assert aws.state_item("sales")["pending"]["SS"] == ["*"]
+    [schedule] = aws.schedules()
+    aws.now += 61
+    aws.glue_table("sales", names[0], "source_new_commit")
+    out = aws.fire(schedule["Name"])
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    # every table of the namespace was checked (orders had no commit event), and those with work run
+    assert arg(run, "--tables").split(",") == ["orders", names[0]]

@@ -52,10 +52,12 @@ class ChangeSource(Generic[R]):
     writes_source = False
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True) -> Step:
+             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+        """The next step. `rebuild`: a reason the mirror must be rebuilt whatever its checkpoint says
+        (a mirror someone else changed is found by the planners themselves, identity.py)."""
         raise NotImplementedError
 
-    def describe(self, source: TableState, mirror: TableState) -> List[str]:
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
         raise NotImplementedError
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
@@ -72,11 +74,11 @@ class TruncateSource(ChangeSource[BoundaryReader]):
     writes_source = True
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True) -> Step:
-        return truncate.plan(source, mirror, may_close)
+             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+        return truncate.plan(source, mirror, may_close, rebuild)
 
-    def describe(self, source: TableState, mirror: TableState) -> List[str]:
-        return truncate.describe(source, mirror)
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+        return truncate.describe(source, mirror, rebuild)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         # Change sets after the last merged boundary live only in the snapshots from it on.
@@ -92,11 +94,11 @@ class ReadonlySource(ChangeSource[HistoryReader]):
     mode = SourceMode.READONLY
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True) -> Step:
-        return readonly.plan(source, mirror, target_id)
+             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+        return readonly.plan(source, mirror, target_id, rebuild)
 
-    def describe(self, source: TableState, mirror: TableState) -> List[str]:
-        return readonly.describe(source, mirror)
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+        return readonly.describe(source, mirror, rebuild)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         return readonly.expiry_floor(source, mirror)

@@ -18,6 +18,9 @@ from .snapshots import Snapshot, Summary, TableState, ancestors
 
 WAP_PREFIX = "olake-cow"
 CHECKPOINT_PROPERTY = "olake-cow.checkpoint"
+# The marker of the data the mirror's current snapshot holds: set with every publish, never alone
+# (identity.py reads it to tell the job's own checkpoint moves from a rollback of the mirror).
+DATA_CHECKPOINT_PROPERTY = "olake-cow.data-checkpoint"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
 FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv

@@ -42,9 +42,12 @@ _REQUIRED = {
     "rest": ("rest_catalog_url",),
 }
 _INT_KEYS = ("hive_clients",)
+# Keys of OLake's own destination files that only its writer process uses (its gRPC server):
+# accepted anywhere in the file, of any type, and ignored.
+OLAKE_ONLY_KEYS = ("grpc_port", "server_host")
 # Every key a writer object may hold: OLake's documented writer keys, and jdbc_driver_jar (ours).
-WRITER_KEYS = tuple(sorted(set(_STRING_KEYS + _BOOL_KEYS + _INT_KEYS)))
-WRAPPER_KEYS = ("type", "writer")
+WRITER_KEYS = tuple(sorted(set(_STRING_KEYS + _BOOL_KEYS + _INT_KEYS + OLAKE_ONLY_KEYS)))
+WRAPPER_KEYS = ("type", "writer") + OLAKE_ONLY_KEYS
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 JDBC_DRIVER_DIR = "/usr/share/java"
 _JDBC_DRIVERS = {"postgresql": "postgresql.jar", "sqlite": "sqlite-jdbc.jar"}
@@ -176,6 +179,10 @@ def _catalog_type(writer: Mapping[str, Any]) -> str:
 def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
     _refuse_unknown(writer, WRITER_KEYS, "writer.")
     _check_types(writer)
+    # Whitespace around a value (a copy's newline) is dropped once, here, so every reader of the
+    # config (the job, make secret, preflight, the Lambda) sees the same value; credentials are kept
+    # as written. Whitespace inside a value is refused by the checks below.
+    writer = {k: (v.strip() if isinstance(v, str) and k not in SECRET_KEYS else v) for k, v in writer.items()}
     catalog_type = _catalog_type(writer)
     name = (writer.get("catalog_name") or DEFAULT_CATALOG_NAME).strip()
     if not _CATALOG_NAME.match(name):
@@ -186,6 +193,8 @@ def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
     _check_values(writer, catalog_type)
     warehouse = normalize_warehouse(catalog_type, writer["iceberg_s3_path"].strip())
     check_location("writer.iceberg_s3_path", warehouse, rest=catalog_type == "rest")
+    if catalog_type == "hadoop":
+        _check_local_warehouse(warehouse)
     return DestinationConfig(catalog_type, name, warehouse, dict(writer))
 
 
@@ -224,6 +233,17 @@ def _check_values(writer: Mapping[str, Any], catalog_type: str) -> None:
 _OTHER_SCHEMES = ("gs", "abfs", "abfss", "wasb", "wasbs", "adl", "oss", "cos", "hdfs", "viewfs", "http", "https")
 
 
+def _check_local_warehouse(warehouse: str) -> None:
+    """The file-system catalog is for local runs: a local path, without `..` (Hadoop's paths keep it
+    and the tables would land elsewhere than the config says)."""
+    if is_s3(warehouse):
+        raise ConfigError(f"writer.iceberg_s3_path {warehouse!r}: the hadoop catalog is for local runs and reads a "
+                          "local path or file: URI; for S3 use catalog_type glue, jdbc, hive or rest")
+    path = warehouse.split(":", 1)[1] if warehouse.startswith("file:") else warehouse
+    if ".." in path.split("/"):
+        raise ConfigError(f"writer.iceberg_s3_path {warehouse!r} holds a '..' segment: write the path without it")
+
+
 def check_location(what: str, location: str, rest: bool = False) -> None:
     """ConfigError when `location` cannot be a table location of this job (a REST warehouse may be a name)."""
     if rest and "://" not in location and not location.startswith("/"):
@@ -258,8 +278,9 @@ def normalize_warehouse(catalog_type: str, value: str) -> str:
     `bucket/prefix` without a scheme means S3. Trailing slashes are dropped."""
     if catalog_type == "rest":
         return value
-    if value.startswith("s3a://") or value.startswith("s3n://"):
-        value = "s3://" + value.split("://", 1)[1]
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme.lower() in ("s3", "s3a", "s3n"):  # S3://, s3a://: the one S3 scheme Iceberg's FileIO reads
+        value = "s3://" + rest
     if "://" not in value and not value.startswith("/") and not value.startswith("file:"):
         # OLake reads `bucket/prefix` as S3; the local hadoop catalog reads it as a local path.
         value = os.path.abspath(value) if catalog_type == "hadoop" else "s3://" + value

@@ -45,6 +45,10 @@ class MirrorFormatError(ConfigError):
     """A run asked for a mirror format the existing mirror cannot switch to as asked."""
 
 
+class ForeignMirrorError(ConfigError):
+    """The table at the mirror's name is not this project's mirror of this source (identity.py)."""
+
+
 class ResyncNeededError(OlakeCowError):
     """The source's history cannot give the change set exactly; the mirror must be rebuilt."""
 

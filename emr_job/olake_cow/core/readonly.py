@@ -25,6 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .checkpoint import Marker, find_checkpoint, marker_of, staged_snapshots
 from .errors import ResyncNeededError
+from .identity import foreign_change
 from .snapshots import Operation, Snapshot, TableState, ancestors
 from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
 
@@ -35,9 +36,11 @@ class _Position:
     since: Optional[Marker]  # None: rebuild
     pending: Tuple[Snapshot, ...]  # ancestors of the target after the checkpoint, oldest first
     reason: str = ""  # why a rebuild
+    repair: bool = False  # the mirror is rebuilt because its content cannot be trusted
 
 
-def _position(source: TableState, mirror: TableState, target_id: Optional[int]) -> "_Position | Step":
+def _position(source: TableState, mirror: TableState, target_id: Optional[int],
+              rebuild: Optional[str] = None) -> "_Position | Step":
     if not source.exists:
         return Blocked("the source table does not exist")
     if source.format_version < 2:
@@ -51,6 +54,9 @@ def _position(source: TableState, mirror: TableState, target_id: Optional[int]) 
         return Blocked(f"source snapshot {target_id} is not in the source's metadata any more")
     target = Marker(str(source.uuid), target_id, target_snap.sequence_number)
     chain, _ = ancestors(source, target_id)
+    repair = rebuild or foreign_change(mirror)
+    if repair:
+        return _Position(target, None, tuple(chain), repair, repair=True)
     return _from_checkpoint(source, find_checkpoint(mirror), target, tuple(chain))
 
 
@@ -78,12 +84,14 @@ def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: M
                      f"{target_id} were expired, so what changed in between cannot be read")
 
 
-def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None) -> Step:
-    pos = _position(source, mirror, target_id)
+def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None,
+         rebuild: Optional[str] = None) -> Step:
+    """The next step; `rebuild`: a reason to rebuild the mirror whatever its checkpoint says."""
+    pos = _position(source, mirror, target_id, rebuild)
     if not isinstance(pos, _Position):
         return pos
     merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason)
-    staged = _staged_merge(source, mirror, pos)
+    staged = None if pos.repair else _staged_merge(source, mirror, pos)
     if staged is not None:
         return staged
     if pos.since is None:
@@ -108,8 +116,8 @@ def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Opt
     return None
 
 
-def describe(source: TableState, mirror: TableState) -> List[str]:
-    step = plan(source, mirror)
+def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+    step = plan(source, mirror, rebuild=rebuild)
     if isinstance(step, Blocked):
         return [f"blocked: {step.reason}"]
     if isinstance(step, Done):

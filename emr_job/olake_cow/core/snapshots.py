@@ -93,6 +93,8 @@ class TableState:
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     metadata_location: Optional[str] = None
     key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
+    key_type: str = "string"  # its Iceberg type ("string" in every table OLake writes)
+    key_required: bool = True  # OLake's is required: no row can have a NULL key
     format_version: int = 2
     columns: Tuple[str, ...] = ()  # top-level columns of the current schema, in order
     partitioned: bool = False  # a partition spec of the table has fields (its files may be partitioned)
@@ -150,11 +152,11 @@ def _current_schema(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     return schemas.get(meta.get("current-schema-id")) or meta.get("schema") or {}
 
 
-def _key_field_id(meta: Mapping[str, Any]) -> Optional[int]:
+def _key_field(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     for f in _current_schema(meta).get("fields") or ():
         if f.get("name") == "_olake_id":
-            return int(f["id"])
-    return None
+            return f
+    return {}
 
 
 def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str] = None) -> TableState:
@@ -168,7 +170,9 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         snapshots=snapshots_from_metadata(meta),
         properties=dict(meta.get("properties") or {}),
         metadata_location=metadata_location,
-        key_field_id=_key_field_id(meta),
+        key_field_id=int(_key_field(meta)["id"]) if _key_field(meta) else None,
+        key_type=str(_key_field(meta).get("type", "string")),
+        key_required=bool(_key_field(meta).get("required", True)),
         format_version=int(meta.get("format-version") or 1),
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),

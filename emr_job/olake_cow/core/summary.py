@@ -12,6 +12,7 @@ class TableStatus(str, Enum):
     UP_TO_DATE = "up_to_date"  # nothing to merge
     DRY_RUN = "dry_run"
     MAINTAINED = "maintained"  # --maintenance-only
+    SKIPPED = "skipped"  # not an OLake table (no _olake_id): left alone, with a note
     FAILED = "failed"
     VERIFY_FAILED = "verify_failed"  # --verify found differences
 
@@ -21,7 +22,8 @@ class RunStatus(str, Enum):
     FAILED = "failed"
 
 
-OK_STATUSES = (TableStatus.MERGED, TableStatus.UP_TO_DATE, TableStatus.DRY_RUN, TableStatus.MAINTAINED)
+OK_STATUSES = (TableStatus.MERGED, TableStatus.UP_TO_DATE, TableStatus.DRY_RUN, TableStatus.MAINTAINED,
+               TableStatus.SKIPPED)
 
 
 @dataclass
@@ -47,6 +49,7 @@ class TableResult:
     target: Optional[int] = None  # readonly: the source snapshot this run stopped at
     checkpoint: Optional[int] = None  # the source snapshot (truncate: boundary) the mirror holds
     last_change_ms: Optional[int] = None  # commit time of the newest source change in the mirror
+    repaired: int = 0  # 1 when the run rebuilt a mirror that someone else changed (or asked another delete mode)
     plan: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     maintenance: Optional[Dict[str, Any]] = None  # see maintenance.MaintenanceResult

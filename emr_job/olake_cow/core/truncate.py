@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, staged_for
+from .identity import foreign_change
 from .snapshots import Snapshot, Summary, TableState, ancestors
 from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
 
@@ -59,9 +60,14 @@ def _position(source: TableState, mirror: TableState) -> Union[_Position, Blocke
     return _Position(pending, rebuild, open_changes)
 
 
-def plan(source: TableState, mirror: TableState, may_close: bool = True) -> Step:
+def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild: Optional[str] = None) -> Step:
     if not source.exists:
         return Blocked("the source table does not exist")
+    repair = rebuild or foreign_change(mirror)
+    if repair:
+        return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
+                       "mirror is the only complete copy, so it is not rebuilt: roll the mirror back to the job's "
+                       "last snapshot, or copy it elsewhere, drop it and have OLake re-sync the table (full refresh)")
     pos = _position(source, mirror)
     if isinstance(pos, Blocked):
         return pos
@@ -79,26 +85,26 @@ def plan(source: TableState, mirror: TableState, may_close: bool = True) -> Step
     return Done(UP_TO_DATE)
 
 
-def describe(source: TableState, mirror: TableState) -> List[str]:
-    if not source.exists:
-        return ["blocked: the source table does not exist"]
+def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+    first = plan(source, mirror, rebuild=rebuild)
+    if isinstance(first, Blocked):
+        return [f"blocked: {first.reason}"]
     pos = _position(source, mirror)
     if isinstance(pos, Blocked):
         return [f"blocked: {pos.reason}"]
     lines = []
-    first = plan(source, mirror)
-    rebuild = pos.rebuild
+    rebuilds = pos.rebuild
     for i, b in enumerate(pos.pending):
-        verb = "rebuild the mirror from" if rebuild else "merge"
+        verb = "rebuild the mirror from" if rebuilds else "merge"
         if i == 0 and isinstance(first, Publish):
             lines.append(f"publish staged mirror snapshot {first.staged_id} "
                          f"(boundary {b.snapshot_id}) after audit")
         else:
             lines.append(f"{verb} change set of boundary {b.snapshot_id} (source snapshot {b.parent_id})")
-        rebuild = False
+        rebuilds = False
     if pos.open_changes:
         lines.append("truncate the source to close the open change set (new boundary)")
-        lines.append(("rebuild the mirror from" if rebuild else "merge") + " that change set")
+        lines.append(("rebuild the mirror from" if rebuilds else "merge") + " that change set")
     if not lines:
         lines.append(first.reason if isinstance(first, Done) else "nothing to do")
     return lines

@@ -4,7 +4,7 @@ in one commit. File listings are in file_listing.py, the mirror's DDL in mirror_
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..core.checkpoint import CHECKPOINT_PROPERTY
+from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY
 from ..core.errors import TableNotFoundError
 from ..core.identifiers import qualified, sql_string
 from ..core.snapshots import MISSING, TableState, state_from_metadata
@@ -110,6 +110,27 @@ class IcebergCatalog:
                                                 io.getClass().getClassLoader())
         return bool(kind.isInstance(io))
 
+    def file_folders(self, namespace: str, table: str) -> List[str]:
+        """The folders the table's data and metadata files are written to (Iceberg's own layout, or
+        the write.data.path / write.metadata.path the table sets)."""
+        t = self.load(namespace, table)
+        props, base = t.properties(), str(t.location()).rstrip("/")
+        return [str(props.get(key) or f"{base}/{folder}").rstrip("/")
+                for key, folder in (("write.data.path", "data"), ("write.metadata.path", "metadata"))]
+
+    def holds_files(self, io: JavaObject, location: str) -> bool:
+        """Whether any file lies under `location` (through the FileIO; False when it cannot list)."""
+        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
+                                                io.getClass().getClassLoader())
+        if not kind.isInstance(io):
+            return False
+        try:
+            return bool(io.listPrefix(location.rstrip("/") + "/").iterator().hasNext())
+        except Exception as exc:
+            if is_java_error(exc, "FileNotFoundException", "NotFoundException", "UncheckedIOException"):
+                return False
+            raise
+
     def namespace_exists(self, namespace: str) -> bool:
         return bool(self.catalog.namespaceExists(self._namespace(namespace)))
 
@@ -133,13 +154,17 @@ class IcebergCatalog:
         self.catalog.dropTable(self.ident(namespace, table), True)
 
     # --- commits ------------------------------------------------------------------------------
-    def publish(self, namespace: str, table: str, staged_id: int, checkpoint: str) -> int:
+    def publish(self, namespace: str, table: str, staged_id: int, checkpoint: str,
+                properties: Optional[Mapping[str, str]] = None) -> int:
         """Fast-forward (or, for appends, cherry-pick) a staged snapshot and set the checkpoint
-        property in the same commit; returns the new current id."""
+        properties (and `properties`) in the same commit; returns the new current id."""
         t = self.load(namespace, table)
         tx = t.newTransaction()
         tx.manageSnapshots().cherrypick(int(staged_id)).commit()
-        tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).commit()
+        update = tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).set(DATA_CHECKPOINT_PROPERTY, checkpoint)
+        for key, value in (properties or {}).items():
+            update = update.set(key, value)
+        update.commit()
         tx.commitTransaction()
         t.refresh()
         return int(t.currentSnapshot().snapshotId())

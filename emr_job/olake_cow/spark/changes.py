@@ -197,11 +197,15 @@ def merge_sql(mirror_q: str, view_q: str, mirror_columns: Sequence[str],
 
 def aligned_rows(changes: DataFrame, mirror_schema: Any) -> DataFrame:
     """Upsert rows of a change set with exactly the mirror's columns (missing ones null)."""
+    return conformed(changes.where(f"{quote(ACTION)} = 'U'"), mirror_schema)
+
+
+def conformed(rows: DataFrame, schema: Any) -> DataFrame:
+    """`rows` with exactly the columns of `schema`, of its types (missing ones null)."""
     from pyspark.sql import functions as F
 
-    rows = changes.where(f"{quote(ACTION)} = 'U'")
-    have = {f.name.lower(): f for f in rows.schema.fields}  # the change set's columns, by name in any case
-    pairs = [(have.get(f.name.lower()), f) for f in mirror_schema.fields]
+    have = {f.name.lower(): f for f in rows.schema.fields}  # the rows' columns, by name in any case
+    pairs = [(have.get(f.name.lower()), f) for f in schema.fields]
     if all(c is not None and c.dataType == f.dataType for c, f in pairs):
         # Every column there with the mirror's type: one projection in one py4j call (the Column
         # API below makes a few per column: a table of 200 rows spent 70 ms there).

@@ -89,8 +89,11 @@ class Maintainer:
         if self.tables.lists_by_prefix(ns, table):
             # List through the table's FileIO (S3FileIO, S3 Tables, vended credentials), not Hadoop.
             args["prefix_listing"] = "true"
-        rows = self._call("remove_orphan_files", args)
-        out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
+        # Only the folders Iceberg writes the table's files to: anything else under its location
+        # (a file someone keeps beside it) is not the table's to remove, however old.
+        for folder in self.tables.file_folders(ns, table):
+            rows = self._call("remove_orphan_files", {**args, "location": sql_string(folder)})
+            out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
 
 
 @dataclass(frozen=True)

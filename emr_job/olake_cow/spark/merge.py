@@ -10,6 +10,7 @@ from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_reject
 from ..core.errors import AuditError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import quote
+from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import MirrorFormat
 from ..core.pruning import (
     FileBounds,
@@ -28,6 +29,7 @@ from .change_set import ChangeSet, DataFrame
 from .changes import ACTION, KEY, aligned_rows, key_condition, merge_sql
 from .file_listing import FileListing
 from .mirror_ddl import spec_terms
+from .scan_tasks import TaskSets
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
 # A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
@@ -57,9 +59,10 @@ class MirrorWriter:
     the checkpoint in one commit. Counts go to the table's result."""
 
     def __init__(self, session: Any, catalog: IcebergCatalog, ns: str, name: str, mirror_q: str,
-                 result: TableResult) -> None:
+                 result: TableResult, delete_mode: str) -> None:
         self.session, self.catalog, self.files = session, catalog, FileListing(catalog)
         self.ns, self.name, self.mirror_q, self.result = ns, name, mirror_q, result
+        self.delete_mode = delete_mode
 
     def summarize(self, frame: DataFrame, most: Optional[int] = None) -> ChangeSummary:
         """One pass over the (cached) change set: its keys and actions when it can hold at most
@@ -175,7 +178,7 @@ class MirrorWriter:
             return True
         if not counts_touched_files(shape, mirror.partitioned, len(keys), KEYS_LISTED):
             return False
-        rows = self.session.read.option("snapshot-id", str(read_id)).table(self.mirror_q)
+        rows = self.session.sql(f"SELECT * FROM {self.mirror_q} VERSION AS OF {int(read_id)}")
         return rows.where(key_condition("", keys)).select("_file").distinct().count() == shape.files
 
     def _rewrite_whole(self, cs: ChangeSet, keys: List[str], read_id: int, partitioned: bool) -> None:
@@ -185,7 +188,13 @@ class MirrorWriter:
         as the MERGE's, the commit fails if the mirror got data since."""
         from pyspark.sql import functions as F
 
-        rows = self.session.read.option("snapshot-id", str(read_id)).table(self.mirror_q)
+        # The mirror's files at `read_id`, read with its current schema (it may have followed the
+        # source since: new or renamed columns), as its scan tasks (time travel reads a snapshot
+        # with that snapshot's schema, which would lose a renamed column's values).
+        sets = TaskSets(self.session, self.catalog.load(self.ns, self.name), self.mirror_q)
+        cs.on_close(sets.close)
+        plan = sets.plan(read_id).tasks
+        rows = sets.read([plan.get(i) for i in range(int(plan.size()))])
         rows = rows.where(key_condition("", keys, listed=False)).unionByName(aligned_rows(cs.frame, rows.schema))
         if partitioned:  # hashed by partition (the sort order would make Iceberg ask for a sampled range)
             writer = rows.writeTo(self.mirror_q).option("distribution-mode", "hash")
@@ -201,7 +210,7 @@ class MirrorWriter:
         view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
         # The join takes its partitions from the change set's, when it is partitioned by key.
         changes = cs.frame.repartition(partitions, F.col(KEY)) if partitions else cs.frame
-        changes.createOrReplaceTempView(view)
+        view_of(self.session, changes).createOrReplaceTempView(view)
         try:
             cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
             self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
@@ -218,7 +227,8 @@ class MirrorWriter:
             mirror = self.catalog.state(self.ns, self.name)
             self.catalog.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
             raise
-        self.catalog.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id)
+        self.catalog.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id,
+                             {DELETE_MODE_PROPERTY: self.delete_mode})
         r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
         if rebuild:
             r.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -240,3 +250,13 @@ class MirrorWriter:
                                 "staged no snapshot")
         self.catalog.set_checkpoint(self.ns, self.name, marker.wap_id)
         self.result.rows_deleted += counts.deletes
+
+
+def view_of(session: Any, frame: DataFrame) -> DataFrame:
+    """`frame` as a temporary view can hold it. Spark 4.1 resolves the Iceberg tables of a view's
+    plan again when a query reads the view, and a staged task set (scan_tasks.py) is no table its
+    catalog can load again ("No plan for TableReference"): there the view gets the rows read once
+    (a local checkpoint of the persisted change set), not the reads themselves."""
+    if int(str(session.version).split(".")[0]) < 4:
+        return frame
+    return frame.localCheckpoint(eager=False)

@@ -3,7 +3,8 @@ source's renames, new columns, type promotions, partition spec and sort order.""
 import json
 from typing import List, Mapping, Optional, Tuple
 
-from ..core.errors import SchemaEvolutionError
+from ..core.errors import ForeignMirrorError, SchemaEvolutionError
+from ..core.identity import location_problem
 from ..core.renames import field_names, renames
 from .catalog import IcebergCatalog, JavaObject, java_message
 
@@ -35,7 +36,17 @@ class MirrorDDL:
                    .withProperties(props))
         if location:
             builder = builder.withLocation(location)
-        builder.create()
+        # Staged first: the location Iceberg picked must be the mirror's own before anything is made.
+        tx = builder.createTransaction()
+        where = str(tx.table().location())
+        name = f"{ns}.{table}"
+        problem = location_problem(where, str(src.location()), name)
+        if problem is None and self.catalog.holds_files(tx.table().io(), where):
+            problem = (f"{name} would be created at {where}, which already holds files: nothing was created. "
+                       "Move or remove them, or give the mirrors another location (--cow-base-location)")
+        if problem is not None:
+            raise ForeignMirrorError(problem)
+        tx.commitTransaction()
 
     def evolve_mirror(self, source_ns: str, source: str, ns: str, table: str) -> List[str]:
         """Make the mirror follow the source: new columns (nested ones too) and allowed type

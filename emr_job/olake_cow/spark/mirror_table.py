@@ -4,8 +4,10 @@ import logging
 from typing import Dict, Optional
 
 from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
-from ..core.errors import SchemaEvolutionError
+from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
+from ..core.identifiers import MIRROR_SUFFIX
+from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
 from ..core.modes import MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog, write_mode_properties
@@ -34,10 +36,11 @@ class MirrorTable:
 
     def __init__(self, catalog: IcebergCatalog, source_ns: str, source: str, ns: str, name: str,
                  location: Optional[str], mode: SourceMode, fmt: MirrorFormat,
-                 target_file_mb: Optional[int]) -> None:
+                 target_file_mb: Optional[int], delete_mode: str) -> None:
         self.catalog, self.ddl = catalog, MirrorDDL(catalog)
         self.source_ns, self.source, self.ns, self.name = source_ns, source, ns, name
         self.location, self.mode, self.fmt, self.target_file_mb = location, mode, fmt, target_file_mb
+        self.delete_mode = delete_mode
 
     def prepare(self, mirror: TableState, rebuild: bool) -> bool:
         """Create or evolve the mirror before a merge. Returns True when it was (re)created, so the
@@ -60,12 +63,27 @@ class MirrorTable:
 
     def create(self) -> None:
         self.catalog.create_namespace(self.ns)
+        self._refuse_source_namespace()
         props = mirror_properties(self.fmt)
-        props.update({SOURCE_PROPERTY: f"{self.source_ns}.{self.source}", MODE_PROPERTY: self.mode.value,
+        props.update({MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: f"{self.source_ns}.{self.source}",
+                      MODE_PROPERTY: self.mode.value, DELETE_MODE_PROPERTY: self.delete_mode,
                       TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
         self.ddl.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
         log.info("[%s] created mirror %s.%s (%s mode, %s format)", self.source, self.ns, self.name,
                  self.mode.value, self.fmt.value)
+
+    def _refuse_source_namespace(self) -> None:
+        """A mirror namespace holds mirrors: one that holds an OLake table (a `_olake_id` column, no
+        olake-cow marker) is a source namespace, and no mirror is created there. Only tables not
+        named like a mirror are loaded, so a mirror namespace costs a listing."""
+        for name in self.catalog.list_tables(self.ns):
+            if name.endswith(MIRROR_SUFFIX):
+                continue
+            state = self.catalog.state(self.ns, name)
+            if state.key_field_id is not None and ownership(state, "", name).owner == Owner.FOREIGN:
+                raise ForeignMirrorError(
+                    f"{self.ns} holds OLake's table {name}: it is a source namespace, not a mirror namespace, and no "
+                    f"mirror of {self.source_ns}.{self.source} was created there. Choose another --cow-namespace")
 
     def upgrade_to_dv(self) -> None:
         """A cow mirror becomes format version 3 with merge-on-read modes (cannot be undone)."""
@@ -75,9 +93,10 @@ class MirrorTable:
         log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
 
     def _keep_properties(self, mirror: TableState) -> None:
-        """Record the mode on mirrors built before it was recorded; apply an asked file size; keep
-        manifests merged on mirrors built before that was set."""
-        wanted = {MODE_PROPERTY: self.mode.value}
+        """Record the mode and who made it on mirrors built before they were recorded (identity.py);
+        apply an asked file size; keep manifests merged on mirrors built before that was set."""
+        wanted = {MODE_PROPERTY: self.mode.value, MADE_BY_PROPERTY: MADE_BY,
+                  SOURCE_PROPERTY: f"{self.source_ns}.{self.source}"}
         wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
         if self.target_file_mb:
             wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)

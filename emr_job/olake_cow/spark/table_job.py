@@ -15,9 +15,17 @@ from ..core.audit import ChangeCounts, live_rows
 from ..core.changesource import ChangeSource, for_mode
 from ..core.checkpoint import Marker, find_checkpoint
 from ..core.config import DestinationConfig
-from ..core.errors import HistoryError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
+from ..core.errors import (
+    ForeignMirrorError,
+    HistoryError,
+    NotOlakeTableError,
+    OlakeCowError,
+    SourceModeError,
+    TableNotFoundError,
+)
 from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import MIRROR_SUFFIX, qualified
+from ..core.identity import delete_mode_change, foreign_change, ownership, source_problem
 from ..core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.pruning import MergeShape
@@ -81,7 +89,7 @@ class TableJob:
             session = table_session(self._root, self.cfg)
             catalog = self._shared.for_session(session)
             self._own = _Own(session, catalog, MirrorWriter(session, catalog, self.opts.cow_namespace, self.mirror,
-                                                            self.mirror_q, self.result))
+                                                            self.mirror_q, self.result, self.opts.delete_mode))
         return self._own
 
     @property
@@ -114,7 +122,8 @@ class TableJob:
             source, mirror = self.states()
             if not source.exists:
                 raise TableNotFoundError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
-            self._key_id(source)  # checked before anything is committed
+            if self._skipped(source, mirror):  # checked before anything is read or committed
+                return self.result
             mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
             if self.opts.verify and mode != SourceMode.READONLY:  # refused before anything is committed
                 raise SourceModeError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's "
@@ -130,7 +139,11 @@ class TableJob:
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
+                repair = foreign_change(mirror) or self._delete_mode_rebuild(mirror)
                 self._loop(changes, source, mirror)
+                if repair and self.result.merges and not self.opts.dry_run:
+                    self.result.repaired = 1
+                    self.result.notes.append(f"rebuilt the mirror: {repair}")
             if self.opts.maintenance.requested and not self.opts.dry_run:
                 self._maintain(changes)  # only reached when the merges succeeded
             if self.opts.verify and not self.opts.dry_run:
@@ -143,9 +156,10 @@ class TableJob:
         target = source.current_id  # the run stops here: later commits are the next run's
         self.result.target = target if changes.mode == SourceMode.READONLY else None
         for _ in range(MAX_STEPS):
-            step = changes.plan(source, mirror, target, may_close=self.result.truncated == 0)
+            rebuild = self._delete_mode_rebuild(mirror)
+            step = changes.plan(source, mirror, target, may_close=self.result.truncated == 0, rebuild=rebuild)
             if self.opts.dry_run:
-                self.result.plan = changes.describe(source, mirror)
+                self.result.plan = changes.describe(source, mirror, rebuild)
                 self.result.status = TableStatus.DRY_RUN
                 for line in self.result.plan:
                     self.say("plan: %s", line)
@@ -178,17 +192,40 @@ class TableJob:
         self.result.last_change_ms = _change_time(source, cp)
         self.say("%s", f"done: {self.result.merges} change set(s) merged" if self.result.merges else reason)
 
-    def _key_id(self, source: TableState) -> int:
-        if source.key_field_id is None:
-            raise NotOlakeTableError(f"table {self.opts.source_namespace}.{self.table} has no _olake_id "
-                                     "column; it is not an OLake table")
-        return source.key_field_id
+    def _delete_mode_rebuild(self, mirror: TableState) -> Optional[str]:
+        """Why the mirror must be rebuilt for the asked --delete-mode (None: it holds that mode)."""
+        built = delete_mode_change(mirror, self.opts.delete_mode)
+        if built is None:
+            return None
+        return (f"the mirror was built with --delete-mode {built} and --delete-mode {self.opts.delete_mode} was "
+                f"asked: its rows are rebuilt with {self.opts.delete_mode}")
+
+    def _skipped(self, source: TableState, mirror: TableState) -> bool:
+        """True for a source that is not OLake's (skipped with a note); raises for a source or a
+        mirror name the job must not serve (core/identity.py)."""
+        name = f"{self.opts.source_namespace}.{self.table}"
+        problem = source_problem(source, f"table {name}")
+        if problem is not None and problem.skip:
+            self.result.status = TableStatus.SKIPPED
+            self.result.notes.append(problem.reason)
+            self.say("%s", problem.reason)
+            return True
+        if problem is not None:
+            raise NotOlakeTableError(problem.reason)
+        owner = ownership(mirror, name, self.result.mirror)
+        if not owner.writable:
+            raise ForeignMirrorError(owner.reason)
+        if not source.key_required and self.session.sql(
+                f"SELECT 1 FROM {self.source_q} WHERE _olake_id IS NULL LIMIT 1").count():
+            raise NotOlakeTableError(f"table {name} has rows whose _olake_id is NULL; OLake never writes them and "
+                                     "the mirror keys on it, so the table is refused: fill or remove those rows")
+        return False
 
     # --- merge / publish -----------------------------------------------------------------
     def _mirror_table(self, mode: SourceMode) -> MirrorTable:
         location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
         return MirrorTable(self.catalog, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
-                           location, mode, self.fmt, self.opts.target_file_mb)
+                           location, mode, self.fmt, self.opts.target_file_mb, self.opts.delete_mode)
 
     def _apply(self, changes: ChangeSource, step: Union[steps.Merge, steps.Publish], source: TableState,
                mirror: TableState) -> None:

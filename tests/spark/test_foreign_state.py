@@ -1,0 +1,188 @@
+"""Foreign state: what the job meets at a mirror's name, in a mirror or in a source that it did not
+make. In every case the user's data is intact, and the mirror either equals the resolved source or
+the table is refused in one line with nothing written (core/identity.py)."""
+import os
+
+import pytest
+
+from olake_cow.core.identity import DELETE_MODE_PROPERTY, MADE_BY_PROPERTY
+from olake_cow.core.snapshots import ancestors
+
+pytestmark = [pytest.mark.spark]
+
+
+def rows(start, n, op="r"):
+    return [{"_olake_id": str(i), "_op_type": op, "v": i, "s": f"s{i}"} for i in range(start, start + n)]
+
+
+def make(lake, table="t"):
+    lake.writer.create_table(table, [("v", "int"), ("s", "string")])
+    lake.writer.backfill(table, rows(0, 20))
+
+
+def table_snapshot(lake, table_q):
+    """What a user keeps of a table: its rows, its schema, its snapshots and properties."""
+    spark = lake.writer.spark
+    data = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table_q}").collect())
+    schema = [(f.name, f.dataType.simpleString()) for f in spark.table(table_q).schema.fields]
+    history = [tuple(r) for r in spark.sql(f"SELECT snapshot_id FROM {table_q}.snapshots").collect()]
+    return data, schema, history
+
+
+def test_a_users_table_at_the_mirror_name_is_refused_and_kept(rlake):
+    lake = rlake
+    make(lake)
+    spark = lake.writer.spark
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {lake.catalog}.{lake.cow_ns}")
+    spark.sql(f"CREATE TABLE {lake.mirror_q('t')} (id bigint, note string) USING iceberg")
+    spark.sql(f"INSERT INTO {lake.mirror_q('t')} VALUES (1, 'mine'), (2, 'also mine')")
+    before = table_snapshot(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 2
+    assert result["status"] == "failed" and "not made by olake-cow" in result["error"]
+    assert "\n" not in result["error"]
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+    assert lake.run("--dry-run") == 2  # refused in a dry run too, before anything is planned
+
+
+def test_two_sources_in_one_mirror_namespace_are_refused(make_lake, destinations):
+    first, second = (make_lake(destinations["hadoop"], "hadoop") for _ in range(2))
+    shared = first.cow_ns
+    make(first)
+    second.writer.create_table("t", [("v", "int"), ("s", "string")])
+    second.writer.backfill("t", rows(100, 5))
+    assert first.run("--cow-namespace", shared) == 0
+    before = table_snapshot(first, first.mirror_q("t"))
+    second.cow_ns = shared
+    code, result = second.run_summary("--cow-namespace", shared)
+    assert code == 2 and f"is the mirror of {first.ns}.t, not of {second.ns}.t" in result["error"]
+    assert table_snapshot(first, first.mirror_q("t")) == before
+    first.assert_mirror_matches("t")
+
+
+def test_a_rolled_back_mirror_is_rebuilt_not_reported_up_to_date(rlake):
+    lake = rlake
+    make(lake)
+    assert lake.run() == 0
+    first = lake.mirror("t").current_id
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "50", "_op_type": "c", "v": 50}])
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {first})")
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged" and result["repaired"] == 1
+    assert any("rolled back" in n for n in result["notes"])
+    lake.assert_mirror_matches("t")
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date" and result["repaired"] == 0
+
+
+def test_a_users_commit_on_a_mirror_is_rebuilt_away(rlake):
+    lake = rlake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    mine = lake.writer.spark.table(lake.mirror_q("t")).limit(1).selectExpr(
+        "'999' AS _olake_id", "'c' AS _op_type", "9 AS v", "'x' AS s", "_olake_timestamp", "_cdc_timestamp")
+    mine.writeTo(lake.mirror_q("t")).append()
+    code, result = lake.run_summary()  # nothing new in the source: the repair alone
+    assert code == 0 and result["repaired"] == 1
+    assert any("committed by someone else" in n for n in result["notes"])
+    lake.assert_mirror_matches("t")
+
+
+def test_a_truncate_mirror_changed_by_someone_else_is_refused_and_kept(tlake):
+    lake = tlake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    before = table_snapshot(lake, lake.mirror_q("t"))
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44}])
+    code, result = lake.run_summary()
+    assert code == 1 and "committed by someone else" in result["error"] and "only complete copy" in result["error"]
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+
+
+def test_a_delete_mode_change_rebuilds_a_readonly_mirror(rlake):
+    lake = rlake
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "d"}, {"_olake_id": "4", "_op_type": "u", "v": 44}])
+    assert lake.run() == 0
+    assert "3" in {r["_olake_id"] for r in lake.mirror_rows("t")}  # the tombstone is kept
+    code, result = lake.run_summary("--delete-mode", "hard")
+    assert code == 0 and result["repaired"] == 1
+    lake.assert_mirror_matches("t", "hard")
+    assert lake.mirror("t").properties[DELETE_MODE_PROPERTY] == "hard"
+    assert lake.run("--delete-mode", "hard") == 0
+    code, result = lake.run_summary("--delete-mode", "keep")  # and back
+    assert code == 0 and result["repaired"] == 1
+    lake.assert_mirror_matches("t", "keep")
+
+
+def test_a_delete_mode_change_on_a_truncate_mirror_is_refused(tlake):
+    lake = tlake
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "d"}])
+    assert lake.run() == 0
+    before = table_snapshot(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary("--delete-mode", "hard")
+    assert code == 1 and "--delete-mode keep" in result["error"]
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+
+
+def test_a_mirror_of_an_earlier_version_is_marked_in_place_not_rebuilt(lake):
+    make(lake)
+    assert lake.run() == 0
+    props = ", ".join(f"'{k}'" for k in (MADE_BY_PROPERTY, DELETE_MODE_PROPERTY, "olake-cow.data-checkpoint"))
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} UNSET TBLPROPERTIES ({props})")
+    assert MADE_BY_PROPERTY not in lake.mirror("t").properties
+    merges = len(ancestors(lake.mirror("t"))[0])
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged" and result["repaired"] == 0
+    assert result["rows_upserted"] == 1  # merged, not rebuilt
+    mirror = lake.mirror("t")
+    assert mirror.properties[MADE_BY_PROPERTY] == "olake-cow"
+    assert len(ancestors(mirror)[0]) == merges + 1
+    lake.assert_mirror_matches("t")
+
+
+def test_a_mirror_is_not_created_where_someone_elses_files_are(rlake):
+    lake = rlake
+    make(lake)
+    warehouse = lake.dest["writer"]["iceberg_s3_path"].replace("file://", "")
+    folder = os.path.join(warehouse, lake.cow_ns, "t_cow", "data")
+    os.makedirs(folder)
+    theirs = os.path.join(folder, "theirs.parquet")
+    with open(theirs, "wb") as f:
+        f.write(b"someone else's bytes")
+    code, result = lake.run_summary()
+    assert code == 2 and "already holds files: nothing was created" in result["error"]
+    assert open(theirs, "rb").read() == b"someone else's bytes"
+    assert not lake.mirror("t").exists
+    os.remove(theirs)
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_mirror_namespace_that_is_an_olake_namespace_is_refused(make_lake, destinations):
+    mine, theirs = (make_lake(destinations["hadoop"], "hadoop") for _ in range(2))
+    make(mine)
+    make(theirs, "orders")
+    before = table_snapshot(theirs, theirs.writer.q("orders"))
+    code, result = mine.run_summary("--cow-namespace", theirs.ns)
+    assert code == 2 and f"{theirs.ns} holds OLake's table orders: it is a source namespace" in result["error"]
+    assert table_snapshot(theirs, theirs.writer.q("orders")) == before
+    assert theirs.tables.list_tables(theirs.ns) == ["orders"]
+
+
+def test_a_mirror_location_inside_the_source_namespace_is_refused(jdbc_lake):
+    lake = jdbc_lake
+    make(lake)
+    source_folder = "file://" + lake.source("t").metadata_location.split("/t/metadata/")[0].replace("file:", "")
+    code, result = lake.run_summary("--cow-base-location", source_folder)
+    assert code == 2 and "inside its source namespace's folder" in result["error"]
+    assert not lake.mirror("t").exists
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 10}])
+    assert lake.run("--cow-base-location", source_folder + "_mirrors") == 0
+    lake.assert_mirror_matches("t")

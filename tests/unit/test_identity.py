@@ -1,0 +1,114 @@
+"""Whose table is at a mirror's name, and whether its current snapshot is what the job left, on
+literal metadata records (core/identity.py)."""
+import pytest
+
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker
+from olake_cow.core.identity import (
+    MADE_BY,
+    MADE_BY_PROPERTY,
+    Owner,
+    delete_mode_change,
+    foreign_change,
+    location_problem,
+    ownership,
+    source_problem,
+)
+from olake_cow.core.snapshots import MISSING, Snapshot, TableState
+
+pytestmark = pytest.mark.unit
+M1, M2 = Marker("u", 10, 1).wap_id, Marker("u", 20, 2).wap_id
+
+
+def snap(sid, parent, op="overwrite", wap=None):
+    return Snapshot(sid, parent, sid, op, {"operation": op, **({"wap.id": wap} if wap else {})})
+
+
+def mirror(*snaps, current=None, **props):
+    return TableState(True, "m", current if current is not None else snaps[-1].snapshot_id, tuple(snaps),
+                      {MADE_BY_PROPERTY: MADE_BY, "olake-cow.source-table": "sales.t", **props})
+
+
+def test_the_job_may_write_its_own_mirror_an_earlier_versions_and_a_missing_one():
+    assert ownership(MISSING, "sales.t", "m").owner == Owner.NONE
+    assert ownership(mirror(snap(1, None, wap=M1)), "sales.t", "m").owner == Owner.OURS
+    legacy = TableState(True, "m", 1, (snap(1, None, wap=M1),), {CHECKPOINT_PROPERTY: M1})
+    assert ownership(legacy, "sales.t", "m").owner == Owner.LEGACY
+
+
+def test_a_table_without_the_marker_or_of_another_source_is_not_writable():
+    users = TableState(True, "x", 1, (snap(1, None, "append"),), {"owner": "me"})
+    assert ownership(users, "sales.t", "m").owner == Owner.FOREIGN and not ownership(users, "sales.t", "m").writable
+    other = ownership(mirror(snap(1, None, wap=M1)), "crm.t", "m")
+    assert other.owner == Owner.OTHER_SOURCE and "is the mirror of sales.t, not of crm.t" in other.reason
+
+
+def test_publishes_and_content_keeping_rewrites_are_the_jobs_own():
+    m = mirror(snap(1, None, wap=M1), snap(2, 1, wap=M2), snap(3, 2, "replace"),
+               **{DATA_CHECKPOINT_PROPERTY: M2, CHECKPOINT_PROPERTY: Marker("u", 30, 3).wap_id})
+    assert foreign_change(m) is None  # the checkpoint moved on without a data commit
+
+
+def test_a_users_commit_after_the_last_publish_is_foreign():
+    m = mirror(snap(1, None, wap=M1), snap(2, 1, "delete"), **{DATA_CHECKPOINT_PROPERTY: M1})
+    assert "snapshot 2 (delete) was committed by someone else" in foreign_change(m)
+
+
+def test_a_rollback_to_an_older_publish_is_foreign():
+    m = mirror(snap(1, None, wap=M1), snap(2, 1, wap=M2), current=1, **{DATA_CHECKPOINT_PROPERTY: M2})
+    assert "holds source snapshot 10, not 20" in foreign_change(m)
+    before_any = mirror(snap(0, None, "append"), snap(1, 0, wap=M1), current=0, **{DATA_CHECKPOINT_PROPERTY: M1})
+    assert foreign_change(before_any) is not None
+
+
+def test_a_rejected_snapshot_made_current_is_foreign():
+    m = mirror(snap(1, None, wap=M1), snap(2, 1, wap=M2), **{DATA_CHECKPOINT_PROPERTY: M1, REJECTED_PROPERTY: "2"})
+    assert "failed its audit" in foreign_change(m)
+
+
+def test_a_mirror_whose_history_was_expired_past_its_publishes_is_trusted():
+    m = TableState(True, "m", 3, (snap(3, 2, "replace"),), {DATA_CHECKPOINT_PROPERTY: M1})
+    assert foreign_change(m) is None
+
+
+def test_an_older_mirror_without_the_data_checkpoint_is_not_called_rolled_back():
+    m = mirror(snap(1, None, wap=M1), snap(2, 1, wap=M2), current=1)
+    assert foreign_change(m) is None
+
+
+def test_a_delete_mode_change_is_found_only_where_one_was_recorded():
+    assert delete_mode_change(mirror(snap(1, None), **{"olake-cow.delete-mode": "keep"}), "hard") == "keep"
+    assert delete_mode_change(mirror(snap(1, None), **{"olake-cow.delete-mode": "hard"}), "hard") is None
+    assert delete_mode_change(mirror(snap(1, None)), "hard") is None
+
+
+@pytest.mark.parametrize("location, inside", [
+    ("s3://lake/wh/sales/t/mirror", "its source table"),
+    ("s3a://lake/wh/sales/t_cow", "its source namespace's folder"),
+    ("s3://lake/wh/sales_cow/t_cow", None),
+    ("s3://lake/wh/salesx/t_cow", None),
+    ("file:///wh/sales/t_cow", "its source namespace's folder"),
+])
+def test_a_mirror_location_inside_its_source_is_refused(location, inside):
+    source = "s3://lake/wh/sales/t" if location.startswith("s3") else "file:/wh/sales/t"
+    problem = location_problem(location, source, "sales_cow.t_cow")
+    assert (problem is None) if inside is None else (inside in problem)
+
+
+def test_sources_without_a_string_olake_id_are_skipped_or_refused():
+    assert source_problem(TableState(True, key_field_id=None), "table s.t").skip
+    refused = source_problem(TableState(True, key_field_id=1, key_type="long"), "table s.t")
+    assert not refused.skip and "of type long" in refused.reason
+    assert source_problem(TableState(True, key_field_id=1), "table s.t") is None
+
+
+def test_every_foreign_state_case_in_the_doc_names_a_test_that_exists():
+    import os
+
+    from testkit.docs import ROOT, bad_input_cases
+
+    cases = bad_input_cases("foreign-state")
+    assert len(cases) >= 15
+    for case, test in cases.items():
+        path, name = test.strip("`").split("::")
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            assert f"def {name}(" in f.read(), case
