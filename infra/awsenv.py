@@ -80,7 +80,14 @@ def stack_name(value: str) -> str:
     if not _STACK.match(value or ""):
         raise SetupError(f"STACK {value!r} is not a CloudFormation stack name: a letter, then letters, digits and "
                          "hyphens, at most 128 characters (e.g. olake-cow-sales)")
+    if len(value) > STACK_NAME_MAX:
+        raise SetupError(f"STACK {value!r} is {len(value)} characters; at most {STACK_NAME_MAX}: the stack names its "
+                         f"schedule group {value}-debounce, which AWS allows 64 characters")
     return value
+
+
+# The longest name the stack derives from its own: "<stack>-debounce" (a Scheduler group, 64 at most).
+STACK_NAME_MAX = 64 - len("-debounce")
 
 
 # Parameters only this project's template has: how a stack is known as an olake-cow stack.

@@ -62,9 +62,10 @@ def _locations(args: argparse.Namespace, stack: str) -> Tuple[str, str, str, str
     if prefix != prefix.strip("/"):
         raise awsenv.SetupError(f"WAREHOUSE_PREFIX {prefix!r} must not start or end with '/'")
     artifacts_prefix = args.artifacts_prefix if args.artifacts_prefix is not None else f"olake-cow/{stack}"
-    if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", artifacts_prefix):
+    if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", artifacts_prefix) or {".", ".."} & set(
+            artifacts_prefix.split("/")):
         raise awsenv.SetupError(f"ARTIFACTS_PREFIX {artifacts_prefix!r} must be a key prefix of letters, digits, "
-                                "'.', '_', '-' and inner '/' (default olake-cow/<stack>)")
+                                "'.', '_', '-' and inner '/', no '.' or '..' segment (default olake-cow/<stack>)")
     return warehouse_bucket, prefix, artifacts_bucket, artifacts_prefix
 
 

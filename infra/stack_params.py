@@ -99,7 +99,8 @@ def _check_rule(rule: Dict[str, Any], value: str, where: str) -> None:
         raise awsenv.SetupError(f"{where}: must be one of {shown}")
     pattern = rule.get("AllowedPattern")
     if pattern and not re.fullmatch(pattern, value):
-        raise awsenv.SetupError(f"{where}: does not match the parameter's pattern {pattern}")
+        why = rule.get("ConstraintDescription") or f"does not match the parameter's pattern {pattern}"
+        raise awsenv.SetupError(f"{where}: {why}")
     if "MinLength" in rule and len(value) < rule["MinLength"]:
         raise awsenv.SetupError(f"{where}: must be at least {rule['MinLength']} characters")
     if "MaxLength" in rule and len(value) > rule["MaxLength"]:

@@ -2,6 +2,7 @@
 import argparse
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -275,14 +276,32 @@ def _check_ranges(args: argparse.Namespace) -> None:
         raise ConfigError("--upgrade-mirror needs --mirror-format dv")
 
 
-def _spark_conf(items: Sequence[str]) -> Dict[str, str]:
+# Spark masters a local run can start (EMR Serverless sets its own): a bogus one is a Java stack trace.
+_SPARK_MASTER = re.compile(r"^(local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-cluster\[[0-9]+,[0-9]+,[0-9]+\]"
+                           r"|spark://[^\s/]+(:[0-9]+)?(,[^\s/]+(:[0-9]+)?)*|yarn|k8s://\S+)$")
+
+
+def _spark_conf(items: Sequence[str], catalog_name: str) -> Dict[str, str]:
     extra = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--spark-conf {item!r} is not KEY=VALUE")
-        extra[key.strip()] = value
+        key = key.strip()
+        if key == f"spark.sql.catalog.{catalog_name}" or key.startswith(f"spark.sql.catalog.{catalog_name}."):
+            raise ConfigError(f"--spark-conf {key}: the catalog {catalog_name!r} is set from the destination config; "
+                              "change it there (a second setting here would point the run at another catalog)")
+        if key == "spark.master" and not _SPARK_MASTER.match(value.strip()):
+            raise ConfigError(f"--spark-conf spark.master={value!r} is not a Spark master (local[*], local[N], "
+                              "spark://host:port, yarn, k8s://...)")
+        extra[key] = value
     return extra
+
+
+def _check_master(master: Optional[str]) -> None:
+    if master is not None and not _SPARK_MASTER.match(master.strip()):
+        raise ConfigError(f"--spark-master {master!r} is not a Spark master (local[*], local[N], "
+                          "local-cluster[N,C,MB], spark://host:port)")
 
 
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
@@ -296,7 +315,11 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
                                      args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
                                      args.fold_ratio).validate()
-    extra = _spark_conf(args.spark_conf)
+    extra = _spark_conf(args.spark_conf, cfg.catalog_name)
+    _check_master(args.spark_master)
+    if args.fold_deletes and args.mirror_format == "cow":
+        raise ConfigError("--fold-deletes folds deletion vectors, which only dv mirrors have: with --mirror-format "
+                          "cow it would do nothing (use --compact-files)")
     check_summary_out(args.summary_out, args.destination_details)
     from .spark.session import launch_conf, under_spark_submit
 
@@ -329,7 +352,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _run(s: RunSettings) -> Exit:
     from .core.summary import RunStatus
     from .spark.catalog import IcebergCatalog
-    from .spark.runner import error_text, new_run_id, run_tables
+    from .spark.runner import dropped_sources, error_text, new_run_id, run_tables
     from .spark.session import build_session
 
     cfg, secrets = s.cfg, s.cfg.secret_values()
@@ -338,7 +361,7 @@ def _run(s: RunSettings) -> Exit:
     summary: Dict[str, Any] = {
         "run_id": job.run_id, "started_at": _iso(started), "catalog": cfg.public_view(), "version": __version__,
         "source_namespace": job.source_namespace, "cow_namespace": job.cow_namespace, "delete_mode": job.delete_mode,
-        "dry_run": job.dry_run, "tables": [], "status": RunStatus.FAILED.value, "error": None,
+        "dry_run": job.dry_run, "tables": [], "dropped_sources": [], "status": RunStatus.FAILED.value, "error": None,
     }
     failures: List[BaseException] = []
     try:
@@ -351,6 +374,8 @@ def _run(s: RunSettings) -> Exit:
                  job.cow_namespace, " (dry run)" if job.dry_run else "")
         results = run_tables(session, cfg, job, tables, catalog)
         summary["tables"] = [r.to_dict() for r in results]
+        if s.tables is None:
+            summary["dropped_sources"] = dropped_sources(catalog, job, tables)
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value
     except Exception as exc:  # noqa: BLE001 - the summary must still be written

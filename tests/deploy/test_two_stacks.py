@@ -84,7 +84,7 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     assert _bucket_events_on(BUCKET)
     stacks = {s["StackName"]: s["StackStatus"] for s in client("cloudformation").list_stacks()["StackSummaries"]}
     assert stacks["stack-a"] == "DELETE_COMPLETE" and stacks["stack-b"] == "CREATE_COMPLETE"
-    assert [d["Name"] for d in client("glue").get_databases()["DatabaseList"] if d["Name"].endswith("_cow")] == [
+    assert sorted(d["Name"] for d in client("glue").get_databases()["DatabaseList"] if d["Name"].endswith("_cow")) == [
         "crm_cow", "sales_cow"]  # sales_cow holds the user's table
     assert [t["Name"] for t in client("glue").get_tables(DatabaseName="sales_cow")["TableList"]] == ["notes"]
     assert moto.run_now("stack-b", "crm", force=True)["status"] == "started"  # b still works

@@ -106,7 +106,8 @@ class Lake:
         path = f"{self.dest_path}.summary-{uuid.uuid4().hex[:8]}.json"
         code = self.run("--summary-out", path, *args)
         with open(path, encoding="utf-8") as f:
-            return code, next(t for t in json.load(f)["tables"] if t["table"] == table)
+            self.last_summary = json.load(f)  # the whole run's, for what is not per table
+        return code, next(t for t in self.last_summary["tables"] if t["table"] == table)
 
     def run_raw(self, *args: str) -> int:
         """The job's command line exactly as given (no --source-mode added)."""

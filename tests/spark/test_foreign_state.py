@@ -186,3 +186,16 @@ def test_a_mirror_location_inside_the_source_namespace_is_refused(jdbc_lake):
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 10}])
     assert lake.run("--cow-base-location", source_folder + "_mirrors") == 0
     lake.assert_mirror_matches("t")
+
+
+def test_a_dropped_source_is_reported_and_its_mirror_left_as_it_is(lake):
+    make(lake, "kept")
+    make(lake, "gone")
+    assert lake.run() == 0
+    before = table_snapshot(lake, lake.mirror_q("gone"))
+    lake.writer.spark.sql(f"DROP TABLE {lake.writer.q('gone')}")
+    code, result = lake.run_summary(table="kept")
+    assert code == 0 and result["status"] == "up_to_date"
+    [dropped] = lake.last_summary["dropped_sources"]
+    assert f"{lake.ns}.gone no longer exists; its mirror {lake.cow_ns}.gone_cow was left as it is" in dropped
+    assert table_snapshot(lake, lake.mirror_q("gone")) == before

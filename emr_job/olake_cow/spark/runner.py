@@ -9,6 +9,7 @@ from typing import Any, Callable, List, Optional
 from ..core.config import DestinationConfig, redact
 from ..core.errors import OlakeCowError
 from ..core.identifiers import MIRROR_SUFFIX
+from ..core.identity import Owner, ownership
 from ..core.options import JobOptions
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
@@ -66,3 +67,22 @@ def error_text(exc: BaseException) -> str:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def dropped_sources(catalog: IcebergCatalog, opts: JobOptions, tables: List[str]) -> List[str]:
+    """The job's mirrors in the mirror namespace whose source table is gone (for a run of the whole
+    namespace): left as they are (in truncate mode one may be the only copy of its data), and named."""
+    if not catalog.namespace_exists(opts.cow_namespace):
+        return []
+    present, found = set(tables), []
+    for name in catalog.list_tables(opts.cow_namespace):
+        source = name[:-len(MIRROR_SUFFIX)]
+        if not name.endswith(MIRROR_SUFFIX) or source in present:
+            continue
+        owner = ownership(catalog.state(opts.cow_namespace, name), f"{opts.source_namespace}.{source}", name)
+        if owner.owner in (Owner.OURS, Owner.LEGACY):
+            found.append(f"{opts.source_namespace}.{source} no longer exists; its mirror {opts.cow_namespace}.{name} "
+                         "was left as it is (it may hold the only copy of that data): drop it once it is not needed")
+    for line in found:
+        log.warning("%s", line)
+    return found
