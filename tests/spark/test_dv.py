@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from olake_cow.core.identity import foreign_change
 from olake_cow.core.maintenance import FOLDED_PROPERTY, MaintenanceOptions, maintenance_due
 from olake_cow.core.snapshots import ancestors
 from olake_cow.spark import merge
@@ -84,6 +85,7 @@ def test_maintenance_folds_the_deletion_vectors(dvlake):
     current = lake.mirror("t").snapshot(lake.mirror("t").current_id)
     assert current.summary_int("total-delete-files") == 0 and current.summary_int("total-position-deletes") == 0
     lake.assert_mirror_matches("t")
+    assert foreign_change(lake.mirror("t")) is None  # the fold is the job's own commit
 
 
 def test_a_fold_that_leaves_thin_deletes_is_not_due_again_until_more_rows_are_deleted(make_lake, destinations):
