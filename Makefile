@@ -39,6 +39,7 @@ $(STAMP): requirements-dev.txt $(REQS)
 
 # Iceberg's Spark runtime and AWS bundle by their Maven coordinates, pinned (EMR ships its own).
 $(JARS): scripts/jars.py | $(STAMP)
+	bash scripts/system-deps.sh java  # Ivy runs on Java: installed first where it is missing (as root)
 	$(BIN)/python scripts/jars.py $(VENV)/jars --spark $(SPARK)
 
 setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
