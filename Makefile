@@ -89,9 +89,10 @@ test: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, cat
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 # The Spark scenarios that cover every reader and writer path, in both source modes x both mirror
-# formats, on Glue + S3 too: what the Spark 4 leg runs (the whole suite runs on Spark 3.5).
+# formats (partitioned mirrors included: test_mirror has bucket and identity specs), on Glue + S3 too:
+# what the Spark 4 leg runs (the whole suite runs on Spark 3.5).
 SPARK4_TESTS ?= tests/spark/test_mirror.py tests/spark/test_delete_modes.py tests/spark/test_dv.py \
-	tests/spark/test_partitioned.py tests/spark/test_glue.py
+	tests/spark/test_glue.py
 
 test-spark4: ## the Spark 4.1 leg (EMR emr-spark-8.1.0) in .venv-spark4: SPARK4_TESTS
 	$(MAKE) SPARK=4 test PYTEST_ARGS="$(SPARK4_TESTS) $(PYTEST_ARGS)"
