@@ -31,6 +31,7 @@ from .checkpoint import (
     rejected,
 )
 from .snapshots import Operation, Snapshot, TableState, ancestors
+from .uris import S3_SCHEMES
 
 MADE_BY_PROPERTY = "olake-cow.made-by"
 MADE_BY = "olake-cow"
@@ -146,7 +147,7 @@ def location_problem(mirror_location: str, source_location: str, name: str) -> O
 def _comparable(location: str) -> str:
     """One spelling per place: file:///p, file:/p and /p are one local path; s3a:// and s3n:// are s3://."""
     scheme, sep, rest = location.partition("://")
-    if sep and scheme.lower() in ("s3", "s3a", "s3n"):
+    if sep and f"{scheme.lower()}://" in S3_SCHEMES:
         return "s3://" + rest
     if sep and scheme.lower() == "file":
         return "/" + rest.lstrip("/")

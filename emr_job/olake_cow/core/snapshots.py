@@ -163,6 +163,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
     current = meta.get("current-snapshot-id")
     if current is not None and int(current) < 0:  # format v1 writes -1 for "none"
         current = None
+    key = _key_field(meta)
     return TableState(
         exists=True,
         uuid=meta.get("table-uuid"),
@@ -170,9 +171,9 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         snapshots=snapshots_from_metadata(meta),
         properties=dict(meta.get("properties") or {}),
         metadata_location=metadata_location,
-        key_field_id=int(_key_field(meta)["id"]) if _key_field(meta) else None,
-        key_type=str(_key_field(meta).get("type", "string")),
-        key_required=bool(_key_field(meta).get("required", True)),
+        key_field_id=int(key["id"]) if key else None,
+        key_type=str(key.get("type", "string")),
+        key_required=bool(key.get("required", True)),
         format_version=int(meta.get("format-version") or 1),
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),

@@ -104,7 +104,9 @@ class IcebergCatalog:
 
     def lists_by_prefix(self, namespace: str, table: str) -> bool:
         """Whether the table's FileIO can list files under a prefix (SupportsPrefixOperations)."""
-        io = self.load(namespace, table).io()
+        return self._lists_by_prefix(self.load(namespace, table).io())
+
+    def _lists_by_prefix(self, io: JavaObject) -> bool:
         # Through the FileIO's own class loader: Iceberg's jar is not on the system class path.
         kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
                                                 io.getClass().getClassLoader())
@@ -120,9 +122,7 @@ class IcebergCatalog:
 
     def holds_files(self, io: JavaObject, location: str) -> bool:
         """Whether any file lies under `location` (through the FileIO; False when it cannot list)."""
-        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
-                                                io.getClass().getClassLoader())
-        if not kind.isInstance(io):
+        if not self._lists_by_prefix(io):
             return False
         try:
             return bool(io.listPrefix(location.rstrip("/") + "/").iterator().hasNext())
