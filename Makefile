@@ -18,6 +18,7 @@ DEPLOY_VENV ?= .venv-deploy
 DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 JARS := $(VENV)/jars/.installed
+REST_FIXTURE := $(VENV)/jars/rest-fixture/.installed
 STACK ?= olake-cow
 TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
@@ -41,6 +42,11 @@ $(STAMP): requirements-dev.txt $(REQS)
 $(JARS): scripts/jars.py | $(STAMP)
 	bash scripts/system-deps.sh java  # Ivy runs on Java: installed first where it is missing (as root)
 	$(BIN)/python scripts/jars.py $(VENV)/jars --spark $(SPARK)
+
+# The Iceberg REST reference server the tests start (tests/spark/test_rest.py), by Maven coordinates.
+$(REST_FIXTURE): scripts/jars.py scripts/rest-fixture.sha256 | $(STAMP)
+	bash scripts/system-deps.sh java
+	$(BIN)/python scripts/jars.py $(VENV)/jars --rest-fixture
 
 setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
 
@@ -84,7 +90,7 @@ demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local wa
 	bash scripts/system-deps.sh java
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
+test: $(STAMP) $(JARS) $(REST_FIXTURE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash scripts/system-deps.sh
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 

@@ -431,10 +431,10 @@ class OlakeWriter:
                 if str(d.content().toString()) == "EQUALITY_DELETES":
                     location = str(d.location())
                     if location not in keys_of:
-                        keys_of[location] = set(_parquet_column(location, "_olake_id"))
+                        keys_of[location] = set(_parquet_column(location, "_olake_id", t.io()))
                     keys |= keys_of[location]
             if keys:
-                rows = [i for i, k in enumerate(_parquet_column(path, "_olake_id")) if k in keys]
+                rows = [i for i, k in enumerate(_parquet_column(path, "_olake_id", t.io())) if k in keys]
                 if rows:
                     positions[path] = rows
         added, removed = self._position_deletes(t, positions, {})
@@ -485,14 +485,25 @@ class _JavaFunction:
         implements = ["java.util.function.Function"]
 
 
-def _parquet_column(location: str, column: str) -> List[Any]:
-    """One column of a local Parquet file, in row order (a row's index is its position)."""
+def _parquet_column(location: str, column: str, io) -> List[Any]:
+    """One column of a Parquet file of the table (local, or S3 through the endpoint and keys of the
+    table's S3FileIO), in row order (a row's index is its position)."""
     from urllib.parse import urlparse
 
     import pyarrow.parquet as pq
 
-    path = urlparse(location).path if location.startswith("file:") else location
-    return pq.read_table(path, columns=[column]).column(column).to_pylist()
+    if not location.startswith("s3://"):
+        path = urlparse(location).path if location.startswith("file:") else location
+        return pq.read_table(path, columns=[column]).column(column).to_pylist()
+    from pyarrow import fs
+
+    props = dict(io.properties())
+    endpoint = props.get("s3.endpoint", "")
+    s3 = fs.S3FileSystem(access_key=props.get("s3.access-key-id"), secret_key=props.get("s3.secret-access-key"),
+                         region=props.get("client.region") or props.get("s3.region") or "us-east-1",
+                         endpoint_override=endpoint.split("://")[-1] or None,
+                         scheme=endpoint.split("://")[0] if "://" in endpoint else "https")
+    return pq.read_table(location[len("s3://"):], columns=[column], filesystem=s3).column(column).to_pylist()
 
 
 def _has_class(jvm, name: str) -> bool:

@@ -2,13 +2,8 @@
 S3FileIO (the AWS SDK v2 of iceberg-aws-bundle, scripts/jars.py), no Hadoop S3 file system at all, so any
 read that bypassed Iceberg's FileIO would fail here ("No FileSystem for scheme s3"). The mirrors are
 read back from S3 by Spark, pyiceberg, DuckDB (httpfs) and iceberg-rust."""
-import socket
-import subprocess
-import sys
-import time
-
-import boto3
 import pytest
+from testkit.servers import MotoServer
 from tests.spark.catalog_scenarios import build_update_delete_verify, recreated_source
 
 from olake_cow.spark.session import local_aws_jars
@@ -19,34 +14,15 @@ REGION, KEY = "us-east-1", "testing"
 
 
 @pytest.fixture(scope="module")
-def moto_s3_glue(spark, tmp_path_factory):
-    """A moto server in its own process (readers that hold the GIL while they do I/O, such as
-    iceberg-rust, would stall a server thread of this one)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp_path_factory.mktemp("moto") / "moto.log", "wb")
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    s3 = boto3.client("s3", endpoint_url=url, region_name=REGION, aws_access_key_id=KEY, aws_secret_access_key=KEY)
-    for _ in range(100):
-        try:
-            s3.create_bucket(Bucket="lake")
-            break
-        except Exception:  # noqa: BLE001 - not listening yet
-            time.sleep(0.2)
-    else:
-        server.kill()
-        pytest.fail(f"the moto server did not start; see {log.name}")
+def moto_s3_glue(spark):
+    server = MotoServer("lake", KEY, REGION).start()
     # The Glue client takes its credentials from the default chain (Iceberg has no static-key
     # property for it): Java system properties, read when the catalog first builds its client.
     system = spark._jvm.java.lang.System
     for prop, value in (("aws.accessKeyId", KEY), ("aws.secretAccessKey", KEY), ("aws.region", REGION)):
         system.setProperty(prop, value)
-    yield url
-    server.terminate()
-    server.wait(timeout=30)
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(params=["cow", "dv"])

@@ -1,4 +1,5 @@
 """One flat module of the errors this package raises; each message names the bad value."""
+from typing import Optional
 
 
 class OlakeCowError(Exception):
@@ -63,3 +64,46 @@ def aws_error_code(exc: BaseException) -> str:
     Read by attribute: the core imports no AWS library."""
     response = getattr(exc, "response", None) or {}
     return str(response.get("Error", {}).get("Code", ""))
+
+
+class StoreRefusedError(ConfigError):
+    """The table's storage refuses a kind of file the mirror format needs (a setting it cannot serve)."""
+
+
+_FORBIDDEN = ("status code: 403", "forbidden", "accessdenied", "access denied")
+
+
+def store_refusal(failure_text: str, mirror: str) -> Optional[StoreRefusedError]:
+    """The error to report when a failure's full text (a Java stack trace included) shows the store
+    refusing a deletion-vector (Puffin) file: some object stores accept only Parquet, ORC and Avro
+    under a table's data folder (SeaweedFS's table buckets, seen with 4.48)."""
+    text = failure_text.lower()
+    if "puffin" not in text or not any(mark in text for mark in _FORBIDDEN):
+        return None
+    return StoreRefusedError(
+        f"{mirror}: the table's storage refused a deletion-vector (Puffin) file (403 Forbidden), which dv mirrors "
+        "write for every update and delete: this store cannot hold a dv mirror. Use --mirror-format cow (drop this "
+        "dv mirror first: Iceberg tables cannot go back to format version 2, and a readonly run rebuilds it from "
+        "OLake's table)")
+
+
+class CatalogAuthError(ConfigError):
+    """The catalog refused the destination's credentials."""
+
+
+_REFUSED_BY_CATALOG = {"notauthorizedexception": "refused the credentials",
+                       "forbiddenexception": "refused access with these credentials"}
+
+
+def catalog_refusal(failure_text: str, catalog: str, uri: str) -> Optional[CatalogAuthError]:
+    """The error to report when a failure is Iceberg's 401/403 from a REST catalog: the destination's
+    credential, token or scope is wrong, which no retry fixes."""
+    head = failure_text.strip().splitlines()
+    first = next((line for line in head if "Exception" in line), "")
+    what = next((v for k, v in _REFUSED_BY_CATALOG.items() if k in first.lower()), None)
+    if what is None:
+        return None
+    reason = first.split("Exception:", 1)[-1].strip()
+    return CatalogAuthError(
+        f"catalog {catalog} ({uri}) {what}: {reason}. Check writer.credential (client_id:secret), writer.token, "
+        "writer.oauth2_uri and writer.scope in the destination config")

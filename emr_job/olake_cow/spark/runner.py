@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, List, Optional
 
 from ..core.config import DestinationConfig, redact
-from ..core.errors import OlakeCowError
+from ..core.errors import OlakeCowError, catalog_refusal, store_refusal
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import Owner, ownership
 from ..core.options import JobOptions
@@ -29,11 +29,11 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
             job = TableJob(root_session, catalog, cfg, opts, table)
         except Exception as exc:  # noqa: BLE001 - reported per table (a name the catalog cannot take)
             res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
-            return _fail(res, exc, secrets)
+            return _fail(res, exc, secrets, cfg)
         try:
             res = job.run()
         except Exception as exc:  # noqa: BLE001 - reported per table
-            res = _fail(job.result, exc, secrets)
+            res = _fail(job.result, exc, secrets, cfg)
         if on_result:
             on_result(res)
         return res
@@ -45,7 +45,10 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
         return list(pool.map(one, tables))
 
 
-def _fail(res: TableResult, exc: BaseException, secrets: List[str]) -> TableResult:
+def _fail(res: TableResult, exc: BaseException, secrets: List[str], cfg: DestinationConfig) -> TableResult:
+    text = str(exc)
+    exc = (store_refusal(text, res.mirror)
+           or catalog_refusal(text, cfg.catalog_name, str(cfg.get("rest_catalog_url") or cfg.catalog_type)) or exc)
     res.fail(exc, redact(error_text(exc), secrets))
     log.error("[%s] failed: %s", res.table, res.error)
     return res
@@ -58,11 +61,17 @@ def error_text(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     if java is not None:
         try:
-            return f"{java.getClass().getSimpleName()}: {java.getMessage()}"
+            return f"{java.getClass().getSimpleName()}: {_first_line(java.getMessage())}"
         except Exception:  # noqa: BLE001
             pass
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _first_line(message: Any) -> str:
+    """A Java message's first line: Spark's job aborts carry the executor's stack trace after it."""
+    lines = str(message or "").strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def new_run_id() -> str:

