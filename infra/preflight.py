@@ -114,7 +114,8 @@ def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
     extra = stack_params.parse(args.extra_params or "")
     cfg = _secret_config(args, sm, extra)
     expected = f"s3://{warehouse_bucket}" + (f"/{prefix}" if prefix else "")
-    if cfg.warehouse.rstrip("/") != expected:
+    named = cfg.catalog_type == "rest" and not cfg.warehouse.startswith("s3://")
+    if not named and cfg.warehouse.rstrip("/") != expected:
         raise awsenv.SetupError(
             f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
             f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
@@ -130,16 +131,30 @@ def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
         with open(args.params_out, "w", encoding="utf-8") as f:
             f.write("".join(f"{k}={v}\n" for k, v in extra.items()))
     return [f"stack {stack} in {sm.meta.region_name}", f"secret {args.secret_arn} ({cfg.catalog_type} catalog)",
-            f"warehouse {cfg.warehouse}", f"namespaces {', '.join(namespaces)}",
+            f"warehouse {cfg.warehouse}" + (f" (a REST warehouse name; its files in {expected})" if named else ""),
+            f"namespaces {', '.join(namespaces)}",
             f"artifacts s3://{artifacts_bucket}/{artifacts_prefix}/ (apart from the warehouse and its tables)"]
 
 
 _NETWORK = {"jdbc": "its database", "hive": "its metastore", "rest": "its REST endpoint"}
 
 
+def in_region_aws_endpoint(url: str, region: str) -> bool:
+    """A REST catalog an EMR Serverless job reaches without a VPC: Glue's Iceberg REST endpoint in
+    the stack's region (a job without subnets reaches S3, Glue, STS, ... in its region only)."""
+    host = re.sub(r"^https://", "", url.strip()).split("/")[0].lower()
+    return host == f"glue.{region}.amazonaws.com"
+
+
 def check_catalog(cfg: DestinationConfig, region: str, extra: Dict[str, str]) -> None:
-    """SetupError for a config the stack's job or trigger cannot work with."""
-    if not cfg.warehouse.startswith("s3://"):
+    """SetupError for a config the stack's job or trigger cannot work with. A REST warehouse may be a
+    name (Polaris, Lakekeeper, Unity) or an ARN (S3 Tables): WAREHOUSE_BUCKET/PREFIX then say where
+    its files are, for the trigger's S3 events and the job role's grants."""
+    if cfg.catalog_type == "rest" and not cfg.warehouse.startswith("s3://"):
+        if "://" in cfg.warehouse:
+            raise awsenv.SetupError(f"the secret's warehouse {cfg.warehouse!r} is not in S3: a REST catalog's "
+                                    "warehouse is its name, an ARN, or an s3:// location")
+    elif not cfg.warehouse.startswith("s3://"):
         raise awsenv.SetupError(f"the secret's warehouse {cfg.warehouse!r} is not in S3: the stack's job runs on EMR "
                                 "Serverless and reads OLake's tables from S3 (a local or file: warehouse is for "
                                 "local runs)")
@@ -152,6 +167,8 @@ def check_catalog(cfg: DestinationConfig, region: str, extra: Dict[str, str]) ->
             raise awsenv.SetupError(f"the secret's Glue catalog is in {glue_region} but the stack deploys to {region}: "
                                     "the trigger reads Glue and the job role is granted Glue in the stack's region; "
                                     f"deploy to {glue_region}")
+        return
+    if cfg.catalog_type == "rest" and in_region_aws_endpoint(str(cfg.get("rest_catalog_url")), region):
         return
     if not extra.get("SubnetIds", "").strip():
         raise awsenv.SetupError(f"the secret's catalog is {cfg.catalog_type}: the job must reach "

@@ -246,6 +246,8 @@ class Trigger:
         """The metadata check of each covered table, or None when the catalog cannot be read from here."""
         fresh = freshness_for(cfg, self.c.glue, self.c.s3, self.s.cow_suffix, self.s.source_mode)
         if fresh is None:
+            log.info("%s catalog %s is not read by the trigger (Glue only): the run decides, and commits nothing "
+                     "when nothing is new", cfg.catalog_type, cfg.catalog_name)
             return None
         try:
             checks = fresh.check(namespace, tables.names if isinstance(tables, Tables) else None, maintenance,

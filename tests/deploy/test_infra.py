@@ -112,3 +112,44 @@ def test_destroy_removes_only_its_own_stacks_debounce_schedules(aws_env):
             for g in ("prod-debounce", "dev-debounce")}
     assert sorted(left["prod-debounce"]) == ["olake-cow-crm", "olake-cow-sales"] and left["dev-debounce"] == []
     assert destroy.delete_schedules(scheduler, "gone-debounce") == []
+
+
+REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url": "https://polaris.internal/api/catalog",
+               "oauth2_uri": "https://polaris.internal/api/catalog/v1/oauth/tokens", "credential": "id:Rest-Secret-9",
+               "scope": "PRINCIPAL_ROLE:ALL"}
+
+
+@pytest.mark.parametrize("writer, extra, checked", [
+    # Polaris / Lakekeeper: the warehouse is the catalog's name; the files' bucket comes from WAREHOUSE_BUCKET
+    ({**REST_WRITER, "iceberg_s3_path": "lake_warehouse"}, "SubnetIds=subnet-1",
+     "warehouse lake_warehouse (a REST warehouse name; its files in s3://lake/warehouse)"),
+    ({**REST_WRITER, "iceberg_s3_path": "s3://lake/warehouse"}, "SubnetIds=subnet-1", "warehouse s3://lake/warehouse"),
+    # Glue's Iceberg REST endpoint in the stack's region: reached without a VPC
+    ({**REST_WRITER, "rest_catalog_url": "https://glue.us-east-1.amazonaws.com/iceberg", "iceberg_s3_path": "123:s3",
+      "rest_signing_v_4": True, "rest_signing_name": "glue", "aws_region": "us-east-1"}, "",
+     "warehouse 123:s3 (a REST warehouse name; its files in s3://lake/warehouse)"),
+])
+def test_the_deploy_preflight_accepts_the_rest_secrets_of_each_kind(aws_env, writer, extra, checked):
+    import preflight
+
+    sm = boto3.client("secretsmanager", region_name="us-east-1")
+    arn = sm.create_secret(Name="olake/rest", SecretString=json.dumps({"type": "ICEBERG", "writer": writer}))["ARN"]
+    args = preflight.parser().parse_args(["--stack", "s", "--warehouse-bucket", "lake", "--warehouse-prefix",
+                                          "warehouse", "--secret-arn", arn, "--namespaces", "sales",
+                                          "--extra-params", extra])
+    lines = preflight.check(args, sm)
+    assert checked in lines and f"secret {arn} (rest catalog)" in lines, lines
+    assert "Rest-Secret-9" not in json.dumps(lines)
+
+
+def test_the_deploy_preflight_refuses_a_rest_secret_outside_aws_without_a_vpc(aws_env):
+    import awsenv
+    import preflight
+
+    sm = boto3.client("secretsmanager", region_name="us-east-1")
+    body = {"type": "ICEBERG", "writer": {**REST_WRITER, "iceberg_s3_path": "lake_warehouse"}}
+    arn = sm.create_secret(Name="olake/rest2", SecretString=json.dumps(body))["ARN"]
+    args = preflight.parser().parse_args(["--stack", "s", "--warehouse-bucket", "lake", "--secret-arn", arn,
+                                          "--namespaces", "sales"])
+    with pytest.raises(awsenv.SetupError, match="the job must reach its REST endpoint from a VPC"):
+        preflight.check(args, sm)

@@ -218,6 +218,28 @@ def test_force_skips_the_idle_check(aws):
     assert aws.invoke({"namespace": "sales", "force": True})["status"] == "started"
 
 
+REST_CONFIG = {"type": "ICEBERG", "writer": {
+    "catalog_type": "polaris", "catalog_name": "lake", "rest_catalog_url": "https://catalog.example.com/api/catalog",
+    "iceberg_s3_path": "lake_warehouse", "oauth2_uri": "https://catalog.example.com/api/catalog/v1/oauth/tokens",
+    "credential": "client:Rest-Client-Secret-1", "scope": "PRINCIPAL_ROLE:ALL", "aws_region": "us-east-1"}}
+
+
+def test_a_rest_catalog_is_not_read_by_the_trigger_each_request_starts_the_run_which_decides(aws):
+    """The trigger reads only Glue (its role's GetTable and the metadata in S3). For a REST catalog it
+    does not call the catalog (often outside the AWS network, with credentials the job holds): every
+    commit or request starts the run, whose idle path commits nothing when nothing is new."""
+    aws.sm.put_secret_value(SecretId=SECRET_ID, SecretString=json.dumps(REST_CONFIG))
+    aws.apply_env(WAREHOUSE_LOCATION=f"s3://{BUCKET}/warehouse")  # the template's WarehouseBucket/Prefix
+    out = aws.invoke(aws.commit_event("sales", "ghost_table_not_in_any_glue_db"))
+    assert out["status"] == "started", out
+    [run] = aws.job_runs()
+    assert arg(run, "--tables") == "ghost_table_not_in_any_glue_db"
+    aws.set_job_state(run["jobRunId"], "SUCCESS")
+    aws.invoke(aws.end_event(run["jobRunId"], "SUCCESS"))
+    assert aws.invoke({"namespace": "sales"})["status"] == "started"  # no Glue idle check either
+    assert "Rest-Client-Secret-1" not in json.dumps(aws.job_runs(), default=str)
+
+
 PERIODIC = {"trigger": "schedule", "namespaces": ["sales"],
             "maintenance": {"compact_files": True, "rewrite_manifests": True}}
 
