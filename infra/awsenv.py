@@ -129,8 +129,26 @@ def describe_stack(cfn, stack: str, hint: str) -> dict:
         return cfn.describe_stacks(StackName=stack)["Stacks"][0]
     except ClientError as exc:
         if "does not exist" in exc.response.get("Error", {}).get("Message", ""):
-            raise SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}{hint}") from None
+            raise SetupError(f"stack {stack!r} does not exist in {cfn.meta.region_name}: name the stack make deploy "
+                             f"created with STACK=<name> (--stack) and its region with AWS_REGION (--region){hint}"
+                             ) from None
         raise
+
+
+def scheduled_for_deletion(exc: BaseException) -> bool:
+    """Secrets Manager's answer for a secret that is scheduled for deletion (any call but restore)."""
+    from botocore.exceptions import ClientError
+
+    if not isinstance(exc, ClientError):
+        return False
+    error = exc.response.get("Error", {})
+    message = error.get("Message", "").lower()
+    return error.get("Code") == "InvalidRequestException" and ("deletion" in message or "deleted" in message)
+
+
+def deletion_hint(secret: str) -> str:
+    return (f"secret {secret} is scheduled for deletion: restore it first (aws secretsmanager restore-secret "
+            f"--secret-id {secret}) or store the config under another name (make secret NAME=...)")
 
 
 def explain(exc: BaseException) -> str:

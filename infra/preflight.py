@@ -47,6 +47,8 @@ def read_config(sm, arn: str) -> DestinationConfig:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             raise awsenv.SetupError(f"secret {arn} does not exist in {sm.meta.region_name}: store it there "
                                     "with make secret FILE=destination.json") from None
+        if awsenv.scheduled_for_deletion(exc):
+            raise awsenv.SetupError(awsenv.deletion_hint(arn)) from None
         raise
     try:
         return parse_destination(text)

@@ -11,6 +11,7 @@ Exit codes: 0 stored, 2 bad config, unreadable file, or an AWS error (one line s
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
@@ -19,16 +20,44 @@ import awsenv
 from olake_cow.core.config import decode_text, parse_destination
 from olake_cow.core.errors import ConfigError
 
+NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
+
+
+def check_name(name: str, region: str) -> None:
+    """NAME is a secret's name (created or updated), or the ARN of an existing one in `region`."""
+    if name.startswith("arn:"):
+        parts = name.split(":")
+        if len(parts) < 7 or parts[2] != "secretsmanager" or parts[5] != "secret":
+            raise awsenv.SetupError(f"NAME {name!r} is not a Secrets Manager secret ARN nor a secret name")
+        if parts[3] != region:
+            raise awsenv.SetupError(f"NAME is a secret in {parts[3]} but this stores in {region}: set AWS_REGION="
+                                    f"{parts[3]} to update it there, or give a name to store the config in {region}")
+        return
+    if not NAME.fullmatch(name):
+        raise awsenv.SetupError(f"NAME {name!r} is not a secret name: letters, digits and /_+=.@- (at most 512)")
+
 
 def put(sm, name: str, text: str) -> str:
     cfg = parse_destination(text)  # raises ConfigError naming the bad key
+    check_name(name, sm.meta.region_name)
     body = json.dumps(json.loads(text))
     try:
-        arn = sm.create_secret(Name=name, SecretString=body,
-                               Description=f"OLake destination config ({cfg.catalog_type} catalog)")["ARN"]
-    except sm.exceptions.ResourceExistsException:
-        arn = sm.put_secret_value(SecretId=name, SecretString=body)["ARN"]
-    return arn
+        if not name.startswith("arn:"):
+            try:
+                return sm.create_secret(Name=name, SecretString=body,
+                                        Description=f"OLake destination config ({cfg.catalog_type} catalog)")["ARN"]
+            except sm.exceptions.ResourceExistsException:
+                pass
+        if sm.describe_secret(SecretId=name).get("DeletedDate"):  # an existing secret, updated in place
+            raise awsenv.SetupError(awsenv.deletion_hint(name))
+        return sm.put_secret_value(SecretId=name, SecretString=body)["ARN"]
+    except sm.exceptions.ResourceNotFoundException:
+        raise awsenv.SetupError(f"secret {name} does not exist in {sm.meta.region_name}: give a name "
+                                "(NAME=olake/destination) to create it") from None
+    except Exception as exc:
+        if awsenv.scheduled_for_deletion(exc):
+            raise awsenv.SetupError(awsenv.deletion_hint(name)) from None
+        raise
 
 
 def parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 def stack_outputs(cfn, stack: str) -> dict:
-    found = awsenv.describe_stack(cfn, stack, ": deploy it first (make deploy), or pass --stack/--region")
+    found = awsenv.describe_stack(cfn, stack, "; or deploy it first (make deploy)")
     return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
 
 
@@ -47,6 +47,18 @@ def wait_and_report(emr, s3, application_id: str, job_run_id: str, summary_uri: 
              f"{t.get('rows_upserted', 0):>9} {t.get('rows_deleted', 0):>8}  {t.get('error') or ''}")
     ok = state == "SUCCESS" and summary.get("status") == "succeeded"
     return 0 if ok else 1
+
+
+REFUSALS = ("refused", "invalid_config", "invalid_settings")
+
+
+def refused(result: dict, function_error: bool, stack: str) -> str:
+    """One line for an answer of the trigger that started nothing because of what it was given."""
+    if function_error:
+        return f"the trigger of stack {stack} failed: {result.get('errorMessage') or result}"
+    if result.get("status") in REFUSALS:
+        return f"the trigger of stack {stack} refused the request ({result['status']}): {result.get('reason')}"
+    return ""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,9 +90,10 @@ def _run(args: argparse.Namespace) -> int:
     resp = session.client("lambda").invoke(FunctionName=outputs["TriggerFunctionName"],
                                            Payload=json.dumps(payload).encode())
     result = json.loads(resp["Payload"].read() or b"{}")
+    refusal = refused(result, bool(resp.get("FunctionError")), args.stack)
+    if refusal:
+        raise awsenv.SetupError(refusal)  # one line on stderr, exit 2: nothing was started
     print(json.dumps(result, indent=2))
-    if resp.get("FunctionError") or result.get("status") == "refused":
-        return 2  # the trigger refused the request: nothing was started
     if result.get("status") != "started" or args.no_wait:
         return 0 if result.get("status") in ("started", "skipped", "queued", "dry_run") else 1
     return wait_and_report(session.client("emr-serverless"), session.client("s3"), outputs["ApplicationId"],

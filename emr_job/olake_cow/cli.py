@@ -202,6 +202,11 @@ def check_summary_out(target: Optional[str], config_file: Optional[str] = None) 
         raise ConfigError(f"--summary-out {target}: cannot create {parent}: {exc.strerror}") from None
     if os.path.isdir(target) or not os.access(parent, os.W_OK):
         raise ConfigError(f"--summary-out {target} is not a writable file path")
+    # written through a `.tmp` beside it: the longer name must fit the file system too
+    longest = len(os.path.basename(target).encode()) + len(".tmp")
+    if longest > os.pathconf(parent, "PC_NAME_MAX"):
+        raise ConfigError(f"--summary-out {target[:60]}...: the file name is longer than the file system allows "
+                          f"({longest - 4} bytes; at most {os.pathconf(parent, 'PC_NAME_MAX') - 4})")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ validated before it is stored, the job package is complete and reproducible, run
 import glob
 import json
 import os
+import re
 import sys
 import zipfile
 
@@ -59,6 +60,39 @@ def test_destination_secret_is_validated_then_stored_and_updated(aws_env):
     good["writer"]["iceberg_db"] = "sales"
     assert put_destination_secret.put(sm, "olake/destination", json.dumps(good)) == arn
     assert json.loads(sm.get_secret_value(SecretId=arn)["SecretString"]) == good
+
+
+def test_make_secret_takes_a_name_or_the_arn_of_an_existing_secret_and_names_what_it_cannot_take(aws_env):
+    import awsenv
+
+    sm = boto3.client("secretsmanager")
+    body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}})
+    arn = put_destination_secret.put(sm, "olake/destination", body)
+    assert put_destination_secret.put(sm, arn, body) == arn  # the ARN updates that secret in place
+    elsewhere = arn.replace(":us-east-1:", ":eu-west-1:")
+    cases = [(elsewhere, "NAME is a secret in eu-west-1 but this stores in us-east-1: set AWS_REGION=eu-west-1"),
+             (arn.replace("olake/destination", "olake/other"), "does not exist in us-east-1: give a name"),
+             ("olake destination", "is not a secret name"),
+             ("arn:aws:s3:::lake", "is not a Secrets Manager secret ARN")]
+    for name, why in cases:
+        with pytest.raises(awsenv.SetupError, match=re.escape(why)):
+            put_destination_secret.put(sm, name, body)
+    assert [s["Name"] for s in sm.list_secrets()["SecretList"]] == ["olake/destination"]  # nothing else created
+    sm.delete_secret(SecretId=arn, RecoveryWindowInDays=7)
+    with pytest.raises(awsenv.SetupError, match="olake/destination is scheduled for deletion: restore it first"):
+        put_destination_secret.put(sm, "olake/destination", body)
+
+
+def test_the_deploy_preflight_names_a_secret_scheduled_for_deletion(aws_env):
+    import awsenv
+    import preflight
+
+    sm = boto3.client("secretsmanager")
+    body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}})
+    arn = sm.create_secret(Name="olake/gone", SecretString=body)["ARN"]
+    sm.delete_secret(SecretId=arn, RecoveryWindowInDays=7)
+    with pytest.raises(awsenv.SetupError, match="is scheduled for deletion: restore it first"):
+        preflight.read_config(sm, arn)
 
 
 def test_job_package_is_complete_and_reproducible(tmp_path, aws_env):
@@ -153,3 +187,32 @@ def test_the_deploy_preflight_refuses_a_rest_secret_outside_aws_without_a_vpc(aw
                                           "--namespaces", "sales"])
     with pytest.raises(awsenv.SetupError, match="the job must reach its REST endpoint from a VPC"):
         preflight.check(args, sm)
+
+
+@pytest.mark.parametrize("answer, error, code", [
+    ({"status": "refused", "reason": "namespace 'crm' is not one of this stack's source namespaces"}, False, 2),
+    ({"status": "invalid_config", "reason": "writer.iceberg_s3_path is required"}, False, 2),
+    ({"errorMessage": "Task timed out after 30.00 seconds"}, True, 2),
+    ({"status": "skipped", "reason": "nothing new"}, False, 0),
+])
+def test_run_now_says_a_refusal_in_one_line_on_stderr_naming_the_stack(monkeypatch, capsys, answer, error, code):
+    import io
+
+    import awsenv
+
+    class Session:
+        def client(self, name):
+            outputs = {"Stacks": [{"Outputs": [{"OutputKey": "TriggerFunctionName", "OutputValue": "fn"}]}]}
+            payload = {"Payload": io.BytesIO(json.dumps(answer).encode()), **({"FunctionError": "Unhandled"}
+                                                                               if error else {})}
+            return type("C", (), {"describe_stacks": lambda self, **kw: outputs,
+                                  "invoke": lambda self, **kw: payload})()
+
+    monkeypatch.setattr(awsenv, "session", lambda region=None: Session())
+    assert run_now.main(["--stack", "olake-prod", "--namespace", "crm", "--no-wait"]) == code
+    out, err = capsys.readouterr()
+    if code == 2:
+        assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+        assert err.startswith("run_now: error: the trigger of stack olake-prod ") and "STACK=" not in out
+    else:
+        assert json.loads(out)["status"] == "skipped" and err == ""

@@ -132,6 +132,8 @@ CASES = {
                                "'Not_A_Bucket' is not an S3 bucket name"),
     "summary-out-other-scheme": (HADOOP, ["--summary-out", "s3a://b/run.json"], "s3a:// is not supported"),
     "summary-out-directory": (HADOOP, ["--summary-out", "/"], "--summary-out / is not a writable file path"),
+    "summary-out-name-too-long": (HADOOP, ["--summary-out", "/tmp/" + "s" * 300 + ".json"],
+                                  "the file name is longer than the file system allows"),
     "upgrade-without-dv": (HADOOP, ["--upgrade-mirror"], "--upgrade-mirror needs --mirror-format dv"),
     "mirror-format-unknown": (HADOOP, ["--mirror-format", "mor"], "invalid choice: 'mor'"),
     "delete-mode-unknown": (HADOOP, ["--delete-mode", "soft"], "invalid choice: 'soft'"),
