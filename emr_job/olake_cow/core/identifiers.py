@@ -17,6 +17,12 @@ def validate_name(kind: str, name: str) -> str:
         raise InvalidNameError(f"{kind} name {name!r} contains {bad[0]!r}, which cannot be used")
     if name.strip(".") == "" or name != name.strip():
         raise InvalidNameError(f"{kind} name {name!r} cannot be used (dots only, or spaces at an end)")
+    if kind.endswith("namespace") and "." in name:
+        # Spark would read `db.public` as the nested namespace db -> public in some catalogs and as
+        # one level named "db.public" in others: the mirror's name and location would be ambiguous.
+        raise InvalidNameError(f"{kind} name {name!r} is nested ('.' separates levels): olake-cow mirrors one-level "
+                               "namespaces, as OLake writes them (<database> or <database>_<schema>); name that "
+                               "namespace")
     return name
 
 
