@@ -186,15 +186,23 @@ def check_summary_out(target: Optional[str], config_file: Optional[str] = None) 
         raise ConfigError(f"--summary-out {target!r}: write s3://bucket/path/summary.json or a local path "
                           f"({scheme}:// is not supported)")
     if target.startswith("s3://"):
-        bucket, key = split_s3(target)
-        if not bucket or not key or key.endswith("/"):
-            raise ConfigError(f"--summary-out {target!r} must name an object: s3://bucket/path/summary.json")
-        if not S3_BUCKET.match(bucket):
-            raise ConfigError(f"--summary-out {target!r}: {bucket!r} is not an S3 bucket name (lowercase letters, "
-                              "digits, dots and hyphens)")
-        if any(c.isspace() for c in key):
-            raise ConfigError(f"--summary-out {target!r} contains a space")
-        return
+        _check_s3_summary_out(target)
+    else:
+        _check_local_summary_out(target)
+
+
+def _check_s3_summary_out(target: str) -> None:
+    bucket, key = split_s3(target)
+    if not bucket or not key or key.endswith("/"):
+        raise ConfigError(f"--summary-out {target!r} must name an object: s3://bucket/path/summary.json")
+    if not S3_BUCKET.match(bucket):
+        raise ConfigError(f"--summary-out {target!r}: {bucket!r} is not an S3 bucket name (lowercase letters, "
+                          "digits, dots and hyphens)")
+    if any(c.isspace() for c in key):
+        raise ConfigError(f"--summary-out {target!r} contains a space")
+
+
+def _check_local_summary_out(target: str) -> None:
     parent = os.path.dirname(os.path.abspath(target))
     try:
         os.makedirs(parent, exist_ok=True)
