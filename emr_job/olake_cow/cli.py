@@ -317,9 +317,9 @@ def _check_master(master: Optional[str]) -> None:
                           "local-cluster[N,C,MB], spark://host:port)")
 
 
-def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
-    """The run's settings from the command line and the destination config, every input checked
-    before Spark starts (ConfigError naming what is wrong)."""
+def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOptions, Optional[List[str]]]:
+    """(the job's options, the tables asked for) from the parsed command line: what the trigger's
+    request becomes (core/job_request.py), checked without touching anything."""
     src, cow = _namespaces(args, cfg.catalog_type)
     base = _base_location(args.cow_base_location, cfg, cow)
     tables = _tables(args.tables, cfg.catalog_type)
@@ -328,11 +328,22 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
                                      args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
                                      args.fold_ratio).validate()
-    extra = _spark_conf(args.spark_conf, cfg.catalog_name)
-    _check_master(args.spark_master)
     if args.fold_deletes and args.mirror_format == "cow":
         raise ConfigError("--fold-deletes folds deletion vectors, which only dv mirrors have: with --mirror-format "
                           "cow it would do nothing (use --compact-files)")
+    job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
+                     args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
+                     mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
+                     verify=args.verify)
+    return job, tables
+
+
+def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
+    """The run's settings from the command line and the destination config, every input checked
+    before Spark starts (ConfigError naming what is wrong)."""
+    job, tables = job_options(args, cfg)
+    extra = _spark_conf(args.spark_conf, cfg.catalog_name)
+    _check_master(args.spark_master)
     check_summary_out(args.summary_out, args.destination_details)
     from .spark.session import launch_conf, under_spark_submit
 
@@ -340,10 +351,6 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     check_credentials(cfg)
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
-    job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
-                     args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
-                     mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
-                     verify=args.verify)
     return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out)
 
 

@@ -9,31 +9,39 @@ from olake_trigger.decide import AllTables, Tables
 from olake_trigger.settings import from_env
 from tests.unit.test_trigger_rules import ENV
 
-from olake_cow.cli import build_parser
+from olake_cow.cli import build_parser, job_options
 from olake_cow.core.config import parse_destination
 from olake_cow.core.job_request import JobRequest, job_argv
 from olake_cow.core.maintenance import MaintenanceOptions
-from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
+from olake_cow.core.modes import MirrorFormat, SourceMode
 
 pytestmark = pytest.mark.unit
 
 
+WAREHOUSE = "s3://lake/warehouse"
+CFG = parse_destination({"catalog_type": "glue", "iceberg_s3_path": WAREHOUSE})
+
+
 def parsed(argv):
-    """The request the job's parser reads from `argv` (what cli.resolve_options starts from)."""
+    """The request the job reads from `argv`: through its own parser and cli.job_options, the
+    resolution resolve_options runs before Spark starts (a swapped argument there shows here)."""
     a = build_parser().parse_args(argv)
-    maintenance = MaintenanceOptions(a.expire_source_older_than, a.expire_mirror_older_than, a.rewrite_manifests,
-                                     a.compact_files, a.remove_orphans_older_than, a.orphans_dry_run,
-                                     a.maintenance_only, a.fold_deletes, a.fold_ratio)
-    return JobRequest(a.secret_id, a.source_namespace, a.cow_namespace, a.summary_out, a.delete_mode,
-                      a.parallelism, a.cow_base_location, tuple(a.tables.split(",")) if a.tables else None,
-                      a.region, parse_mode(a.source_mode), parse_format(a.mirror_format), a.verify, maintenance)
+    job, tables = job_options(a, CFG)
+    return JobRequest(a.secret_id, job.source_namespace, job.cow_namespace, a.summary_out, job.delete_mode,
+                      job.parallelism, job.cow_base_location, tuple(tables) if tables else None, a.region,
+                      job.source_mode, job.mirror_format, job.verify, job.maintenance)
+
+
+def resolved(req):
+    """What the job makes of `req`: without a base location, new mirrors go under the warehouse."""
+    return replace(req, cow_base_location=req.cow_base_location or f"{WAREHOUSE}/{req.cow_namespace}")
 
 
 BASE = JobRequest("olake/destination", "sales", "sales_cow", "s3://art/summaries/sales/t.json")
 EVERYTHING = JobRequest(
     "arn:aws:secretsmanager:eu-west-1:1:secret:olake", "sales", "mirrors", "s3://art/s/x.json", "hard", 16,
-    "s3://lake/mirrors base", ("a", "b", "c"), "eu-west-1", SourceMode.TRUNCATE, MirrorFormat.DV, True,
-    MaintenanceOptions(expire_source_hours=1234567.25, expire_mirror_hours=0.001, rewrite_manifests=True,
+    "s3://lake/mirrors-base", ("a", "b", "c"), "eu-west-1", SourceMode.TRUNCATE, MirrorFormat.DV, True,
+    MaintenanceOptions(expire_source_hours=123456.25, expire_mirror_hours=0.001, rewrite_manifests=True,
                        compact_files=True, remove_orphans_hours=72, orphans_dry_run=True, only=True,
                        fold_deletes=True, fold_ratio=0.3))
 
@@ -46,7 +54,7 @@ EVERYTHING = JobRequest(
     replace(BASE, maintenance=MaintenanceOptions(compact_files=True, fold_deletes=True)),
 ], ids=["defaults", "every-field", "modes", "one-table", "maintenance"])
 def test_every_field_survives_the_jobs_own_parser(req):
-    assert parsed(job_argv(req)) == req
+    assert parsed(job_argv(req)) == resolved(req)
 
 
 def test_tables_reach_the_job_sorted_and_numbers_exactly():
