@@ -22,6 +22,7 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 import awsenv
+import lakeformation
 import ownership
 import stack_params
 
@@ -204,8 +205,16 @@ def main(argv=None) -> int:
     def run() -> int:
         session = awsenv.session(args.region)
         s3 = session.client("s3")
-        for line in check(args, session.client("secretsmanager"), s3, session.client("glue")):
+        sm, glue = session.client("secretsmanager"), session.client("glue")
+        for line in check(args, sm, s3, glue):
             print(f"    ok: {line}")
+        cfg = read_config(sm, args.secret_arn)
+        if cfg.catalog_type == "glue":
+            governed = lakeformation.check(session.client("lakeformation"), glue, args.stack,
+                                           awsenv.name_list(args.namespaces), args.warehouse_bucket,
+                                           args.warehouse_prefix, cfg.get("glue_catalog_id"))
+            print(f"    note: {governed}" if governed else "    ok: Lake Formation does not govern the lake "
+                  "(IAM grants are enough)")
         bucket = args.artifacts_bucket or args.warehouse_bucket
         prefix = args.artifacts_prefix if args.artifacts_prefix is not None else f"olake-cow/{args.stack}"
         done = ownership.claim(s3, (bucket, prefix), args.stack, session.region_name)

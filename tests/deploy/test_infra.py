@@ -216,3 +216,49 @@ def test_run_now_says_a_refusal_in_one_line_on_stderr_naming_the_stack(monkeypat
         assert err.startswith("run_now: error: the trigger of stack olake-prod ") and "STACK=" not in out
     else:
         assert json.loads(out)["status"] == "skipped" and err == ""
+
+
+def test_lake_formation_governance_is_seen_and_the_grants_named_in_one_line(aws_env):
+    import lakeformation
+
+    lf, glue = boto3.client("lakeformation"), boto3.client("glue")
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_database(DatabaseInput={"Name": "crm"})
+    assert lakeformation.check(lf, glue, "prod", ["sales", "crm"], "lake", "warehouse") == ""  # IAM-only: nothing
+    lf.register_resource(ResourceArn="arn:aws:s3:::lake", UseServiceLinkedRole=True)
+    line = lakeformation.check(lf, glue, "prod", ["sales", "crm"], "lake", "warehouse")
+    assert line.startswith("Lake Formation governs this lake (arn:aws:s3:::lake is a registered data location): "
+                           "grant stack prod's job role (output JobRoleArn) DESCRIBE on databases sales, crm")
+    for grant in ("databases sales_cow, crm_cow", "DATA_LOCATION_ACCESS on s3://lake/warehouse",
+                  "trigger role DESCRIBE"):
+        assert grant in line and "\n" not in line
+    lf.deregister_resource(ResourceArn="arn:aws:s3:::lake")
+    glue.update_database(Name="crm", DatabaseInput={"Name": "crm", "CreateTableDefaultPermissions": []})
+    assert "database crm gives new tables no IAM-only permission" in lakeformation.check(
+        lf, glue, "prod", ["sales", "crm"], "lake", "warehouse")
+    lf.put_data_lake_settings(DataLakeSettings={"DataLakeAdmins": [], "CreateTableDefaultPermissions": []})
+    assert "the account's default permissions for new tables are not IAM-only" in lakeformation.check(
+        lf, glue, "prod", ["sales"], "lake", "warehouse")
+
+
+def test_lake_formation_signs_on_literal_settings():
+    import lakeformation
+
+    iam = {"CreateTableDefaultPermissions": [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"},
+                                              "Permissions": ["ALL"]}]}
+    assert lakeformation.signs(iam, ["arn:aws:s3:::lake/other", "arn:aws:s3:::lakehouse"], {"sales": None},
+                               "lake", "warehouse") == []  # a sibling prefix and another bucket do not cover it
+    assert lakeformation.signs(iam, ["arn:aws:s3:::lake/warehouse/"], {}, "lake", "warehouse") == [
+        "arn:aws:s3:::lake/warehouse/ is a registered data location"]
+
+
+def test_a_deployer_who_cannot_read_lake_formation_is_told_not_refused():
+    import lakeformation
+
+    class Denied:
+        def get_data_lake_settings(self, **kw):
+            from botocore.exceptions import ClientError
+            raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "GetDataLakeSettings")
+
+    line = lakeformation.check(Denied(), None, "prod", ["sales"], "lake", "")
+    assert line.startswith("could not check Lake Formation (AccessDeniedException); if it governs the lake, grant")
