@@ -1,0 +1,79 @@
+"""The trigger's IAM, call by call: every AWS action the Lambda performs while it handles each kind
+of event (recorded from botocore as it calls moto) is granted by the template's TriggerRole, and
+every action TriggerRole grants is either performed here or kept for a reason listed below."""
+import botocore.client
+import pytest
+from tests.deploy.test_template import load_template, statements
+
+pytestmark = pytest.mark.aws
+
+# The IAM action of an API call, where it is not "<signing name>:<operation>".
+ACTION_OF = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket"}
+# Granted without a call of the same name in these tests, and why.
+KEPT = {
+    "iam:PassRole": "StartJobRun passes the job role and CreateSchedule the scheduler role: AWS checks it, "
+                    "no call of that name is made",
+    "emr-serverless:TagResource": "StartJobRun with tags (the run's namespace and trigger) needs it",
+    "logs:CreateLogStream": "the Lambda runtime writes the function's log, not the function's code",
+    "logs:PutLogEvents": "the same",
+    "xray:PutTraceSegments": "the Lambda runtime sends the traces of active tracing",
+    "xray:PutTelemetryRecords": "the same",
+}
+
+
+@pytest.fixture
+def recorded(aws, monkeypatch):
+    """The IAM actions of the calls made inside aws.invoke (the Lambda), not by the test's setup."""
+    calls, active = set(), [False]
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(client, operation, params):
+        if active[0]:
+            action = f"{client.meta.service_model.signing_name}:{operation}"
+            calls.add(ACTION_OF.get(action, action))
+        return original(client, operation, params)
+
+    invoke = aws.invoke
+
+    def invoking(event):
+        active[0] = True
+        try:
+            return invoke(event)
+        finally:
+            active[0] = False
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    monkeypatch.setattr(aws, "invoke", invoking)
+    return calls
+
+
+def granted(role: str):
+    found = set()
+    for name, st in statements(load_template()):
+        if name == role:
+            found.update(st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    return found
+
+
+def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, recorded):
+    aws.apply_env(QUIET_PERIOD_SECONDS=60)
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    assert aws.invoke(aws.commit_event("sales", "orders"))["status"] == "debounced"  # a schedule created
+    aws.invoke(aws.commit_event("sales", "orders"))  # ... and moved
+    [schedule] = aws.schedules()
+    aws.now += 120
+    started = aws.fire(schedule["Name"])
+    assert started["status"] == "started", started
+    aws.set_job_state(started["job_run_id"], "RUNNING")
+    assert aws.invoke({"namespace": "sales"})["status"] == "queued"
+    aws.set_job_state(started["job_run_id"], "SUCCESS")
+    assert aws.invoke(aws.end_event(started["job_run_id"]))["status"] in ("finished", "started")
+    aws.invoke({"trigger": "schedule", "namespaces": ["sales", "crm"],
+                "maintenance": {"compact_files": True, "rewrite_manifests": True}})
+    aws.invoke({"namespace": "sales", "dry_run": True})
+    aws.invoke({"namespace": "crm", "tables": ["ghost"]})  # refused: Glue lacks it
+    role = granted("TriggerRole")
+    assert recorded - role == set(), f"called but not granted: {sorted(recorded - role)}"
+    unused = role - recorded - set(KEPT)
+    assert unused == set(), f"granted but never called (remove, or list in KEPT with why): {sorted(unused)}"
+    assert set(KEPT) <= role, f"KEPT names actions the role no longer grants: {sorted(set(KEPT) - role)}"
