@@ -77,3 +77,28 @@ def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, re
     unused = role - recorded - set(KEPT)
     assert unused == set(), f"granted but never called (remove, or list in KEPT with why): {sorted(unused)}"
     assert set(KEPT) <= role, f"KEPT names actions the role no longer grants: {sorted(set(KEPT) - role)}"
+
+
+def test_every_call_of_the_jobs_python_side_is_granted_by_the_job_role(aws, monkeypatch):
+    """The job's own AWS calls (Iceberg's Java side is Glue and S3FileIO, granted by the same role):
+    its config from the secret, the S3 summary's bucket check, the summary itself."""
+    from testkit.aws import SECRET_ID
+
+    from olake_cow.cli import read_secret, write_summary
+    from olake_cow.preflight import check_summary_bucket
+
+    calls = set()
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(client, operation, params):
+        action = f"{client.meta.service_model.signing_name}:{operation}"
+        calls.add({"s3:HeadBucket": "s3:ListBucket"}.get(action, ACTION_OF.get(action, action)))
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    target = "s3://lake/olake-cow/summaries/sales/run.json"
+    assert read_secret(SECRET_ID, None)
+    check_summary_bucket(target, None)
+    write_summary({"status": "succeeded", "tables": []}, target)
+    assert calls == {"secretsmanager:GetSecretValue", "s3:ListBucket", "s3:PutObject"}
+    assert calls - granted("JobRole") == set()
