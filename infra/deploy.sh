@@ -39,8 +39,11 @@ mapfile -t EXTRA < "$PARAMS_FILE"  # one checked Key=Value a line: spaces and JS
 echo "==> packaging the job (region $REGION)"
 VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
 echo "    code version $VERSION"
+# SAM's advice for its own workflow (sam deploy --guided, samconfig.toml) does not apply to make deploy:
+# those lines are dropped; everything else SAM prints is shown, and its exit code kept (pipefail).
+sam_said() { sed -u -e '/^Commands you can use next/,/^ *$/d' -e '/samconfig\.toml/d' -e '/sam deploy --guided/d'; }
 echo "==> building the trigger Lambda"
-$SAM build --build-in-source --template template.yaml
+$SAM build --build-in-source --template template.yaml 2>&1 | sam_said
 OVERRIDES=("WarehouseBucket=$WAREHOUSE_BUCKET" "WarehousePrefix=${WAREHOUSE_PREFIX:-}"
            "DestinationSecretArn=$SECRET_ARN" "SourceNamespaces=$NAMESPACES" "ArtifactsBucket=$ARTIFACTS_BUCKET"
            "ArtifactsPrefix=$ARTIFACTS_PREFIX" "CodeVersion=$VERSION" "${EXTRA[@]}")
@@ -53,5 +56,5 @@ if [ -n "${DEPLOY_DRY_RUN:-}" ]; then
   exit 0
 fi
 echo "==> deploying stack $STACK"
-"${CMD[@]}"
+"${CMD[@]}" 2>&1 | sam_said
 echo "==> done. Once per bucket, if not yet done: make bucket-events BUCKET=$WAREHOUSE_BUCKET"

@@ -93,10 +93,10 @@ def _what_to_mirror(env: Mapping[str, str]) -> Dict[str, Any]:
     namespaces = tuple(n.strip() for n in env.get("SOURCE_NAMESPACES", "").split(",") if n.strip())
     if not namespaces:
         raise ConfigError("SOURCE_NAMESPACES must list the namespaces to mirror (comma separated) or '*'")
-    delete_mode = env.get("DELETE_MODE", "keep").strip() or "keep"
+    delete_mode = env.get("DELETE_MODE", "").strip() or Settings.delete_mode
     if delete_mode not in ("keep", "hard"):
         raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
-    suffix = env.get("COW_NAMESPACE_SUFFIX", "_cow").strip()
+    suffix = env.get("COW_NAMESPACE_SUFFIX", Settings.cow_suffix).strip()
     if not suffix:
         raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")
     return {"source_namespaces": namespaces, "cow_suffix": suffix, "delete_mode": delete_mode,
@@ -118,11 +118,11 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
     return Settings(
         cow_base_location=env.get("COW_BASE_LOCATION") or None,
         warehouse_location=env.get("WAREHOUSE_LOCATION") or None,
-        quiet_period_s=_int(env, "QUIET_PERIOD_SECONDS", 120, 0),
-        job_timeout_min=_int(env, "JOB_TIMEOUT_MINUTES", 180, 1),
-        lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", 30, 1),
+        quiet_period_s=_int(env, "QUIET_PERIOD_SECONDS", Settings.quiet_period_s, 0),
+        job_timeout_min=_int(env, "JOB_TIMEOUT_MINUTES", Settings.job_timeout_min, 1),
+        lease_margin_min=_int(env, "LEASE_MARGIN_MINUTES", Settings.lease_margin_min, 1),
         source_expiry_hours=_hours(env, "SOURCE_EXPIRY_HOURS"),
-        parallelism=_int(env, "JOB_PARALLELISM", 4, 1),
+        parallelism=_int(env, "JOB_PARALLELISM", Settings.parallelism, 1),
         iceberg_jar=env.get("ICEBERG_JAR") or Settings.iceberg_jar,
         extra_jars=env.get("JOB_EXTRA_JARS", ""),
         spark_parameters=env.get("JOB_SPARK_PARAMETERS", ""),
@@ -131,11 +131,11 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         class_archive=_archive(env),
         log_uri=env.get("JOB_LOG_S3_URI") or None,
         log_group=env.get("JOB_LOG_GROUP") or None,
-        scheduler_group=env.get("SCHEDULER_GROUP") or "default",
+        scheduler_group=env.get("SCHEDULER_GROUP") or Settings.scheduler_group,
         scheduler_role_arn=env.get("SCHEDULER_ROLE_ARN") or None,
         function_arn=env.get("DEBOUNCE_TARGET_ARN") or None,
-        config_max_age_s=_int(env, "CONFIG_MAX_AGE_SECONDS", 300, 0),
-        table_metrics_limit=_int(env, "TABLE_METRICS_LIMIT", 25, 0),
+        config_max_age_s=_int(env, "CONFIG_MAX_AGE_SECONDS", Settings.config_max_age_s, 0),
+        table_metrics_limit=_int(env, "TABLE_METRICS_LIMIT", Settings.table_metrics_limit, 0),
         price_vcpu_hour=_price(env, "PRICE_VCPU_HOUR", Settings.price_vcpu_hour),
         price_gb_hour=_price(env, "PRICE_GB_HOUR", Settings.price_gb_hour),
         price_storage_gb_hour=_price(env, "PRICE_STORAGE_GB_HOUR", Settings.price_storage_gb_hour),
