@@ -8,7 +8,7 @@ is shaped by how much of the mirror it rewrites.
 """
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 from .identifiers import quote
 
@@ -221,3 +221,53 @@ def lists_keys(shape: MergeShape, keys: int, most_keys: int) -> bool:
     700-1,100 (15 ms of CPU a file task). Listed while keys x touched files stays within 1,500,000."""
     return (shape.intervals != () and 0 < keys <= most_keys
             and keys * shape.touched <= LISTED_KEY_FILES)
+
+
+# A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
+# MERGE is an outer join that cannot broadcast the change set, so the mirror side is shuffled, and
+# the list keeps that to the matched rows (measured at 1M rows, 5,000 keys: 1.45 s -> 1.25 s a run),
+# while the touched files are few (core/pruning.py lists_keys). A cow merge rewrites whole files
+# anyway: there the list costs more to plan than it saves.
+KEYS_LISTED = 20_000
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """The change set is the whole new mirror (a first build, a rebuild)."""
+
+
+@dataclass(frozen=True)
+class WholeRewrite:
+    """Every file of the mirror is rewritten: its rows less the changed keys, plus the upserts.
+    `if_every_file_touched`: only once a count shows the keys touch every file (partitioned)."""
+
+    if_every_file_touched: bool = False
+
+
+@dataclass(frozen=True)
+class KeyMerge:
+    """A MERGE on `_olake_id` into the files the keys can reach; `listed`: the dv merge filters the
+    mirror's rows by an IN list of the keys before its join."""
+
+    listed: bool = False
+
+
+WriteChoice = Union[Rebuild, WholeRewrite, KeyMerge]
+
+
+def choose_write(shape: Optional[MergeShape], cow: bool, partitioned: bool, keys: Optional[int],
+                 rebuild: bool = False, has_data: bool = True) -> WriteChoice:
+    """How one change set is written into the mirror (spark/merge.py has one writer per choice).
+    `keys`: how many changed keys are known (None: not counted); `has_data`: the mirror has a
+    current snapshot to merge into."""
+    if rebuild:
+        return Rebuild()
+    if shape is None or keys is None:
+        return KeyMerge()
+    if cow and has_data:
+        if rewrites_whole(shape, partitioned, keys, KEYS_LISTED):
+            return WholeRewrite()
+        if counts_touched_files(shape, partitioned, keys, KEYS_LISTED):
+            return WholeRewrite(if_every_file_touched=True)
+        return KeyMerge()
+    return KeyMerge(listed=not cow and lists_keys(shape, keys, KEYS_LISTED))

@@ -14,12 +14,13 @@ from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import MirrorFormat
 from ..core.pruning import (
     FileBounds,
+    KeyMerge,
     MergeShape,
-    counts_touched_files,
+    Rebuild,
+    WholeRewrite,
+    choose_write,
     cow_write,
-    lists_keys,
     merge_shape,
-    rewrites_whole,
     unknown_shape,
 )
 from ..core.snapshots import Snapshot, Summary, TableState
@@ -32,12 +33,6 @@ from .mirror_ddl import spec_terms
 from .scan_tasks import TaskSets
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
-# A dv merge filters the mirror's rows by an IN list of up to this many keys before its join: the
-# MERGE is an outer join that cannot broadcast the change set, so the mirror side is shuffled, and
-# the list keeps that to the matched rows (measured at 1M rows, 5,000 keys: 1.45 s -> 1.25 s a run),
-# while the touched files are few (core/pruning.py lists_keys). A cow merge rewrites whole files
-# anyway: there the list costs more to plan than it saves.
-KEYS_LISTED = 20_000
 DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
 GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
 PARALLELISM_FIRST = "spark.sql.adaptive.coalescePartitions.parallelismFirst"
@@ -103,15 +98,18 @@ class MirrorWriter:
         before = {key: self.session.conf.get(key, None) for key in conf}
         for key, value in conf.items():
             self.session.conf.set(key, value)
+        choice = choose_write(shape, fmt == MirrorFormat.COW, mirror.partitioned, None if keys is None else len(keys),
+                              cs.rebuild, mirror.current_id is not None)
+        if isinstance(choice, WholeRewrite) and choice.if_every_file_touched and keys is not None and \
+                shape is not None and not self._touches_every_file(keys, shape, int(mirror.current_id or 0)):
+            choice = KeyMerge()
         try:
-            if cs.rebuild:
+            if isinstance(choice, Rebuild):
                 self._rebuild(cs, mirror)
-            elif fmt == MirrorFormat.COW and shape is not None and keys is not None and mirror.current_id is not None \
-                    and self._takes_whole_rewrite(mirror, shape, keys, mirror.current_id):
-                self._rewrite_whole(cs, keys, mirror.current_id, mirror.partitioned)
+            elif isinstance(choice, WholeRewrite):
+                self._rewrite_whole(cs, keys or [], int(mirror.current_id or 0), mirror.partitioned)
             else:
-                listed = keys if (fmt == MirrorFormat.DV and shape is not None and keys is not None
-                                  and lists_keys(shape, len(keys), KEYS_LISTED)) else None
+                listed = keys if choice.listed else None
                 self._merge(cs, mirror, shape.intervals if shape is not None else None, listed, partitions)
         finally:
             self.session.conf.unset("spark.wap.id")
@@ -170,14 +168,10 @@ class MirrorWriter:
         else:
             writer.overwrite(F.lit(True))
 
-    def _takes_whole_rewrite(self, mirror: TableState, shape: MergeShape, keys: List[str], read_id: int) -> bool:
-        """A small unpartitioned mirror whose every file may hold a changed key, or a partitioned
-        one whose every file (all `shape.files` of them) does hold one: counted at `read_id`, the
-        snapshot the rewrite reads and validates from (core/pruning.py counts_touched_files)."""
-        if rewrites_whole(shape, mirror.partitioned, len(keys), KEYS_LISTED):
-            return True
-        if not counts_touched_files(shape, mirror.partitioned, len(keys), KEYS_LISTED):
-            return False
+    def _touches_every_file(self, keys: List[str], shape: MergeShape, read_id: int) -> bool:
+        """Whether the changed keys are in every one of the mirror's `shape.files` files at
+        `read_id`, the snapshot a whole rewrite reads and validates from (core/pruning.py
+        counts_touched_files says when this count is worth its scan)."""
         rows = self.session.sql(f"SELECT * FROM {self.mirror_q} VERSION AS OF {int(read_id)}")
         return rows.where(key_condition("", keys)).select("_file").distinct().count() == shape.files
 

@@ -7,8 +7,9 @@ maintenance.py, verify.py.
 """
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Optional, Tuple, Type, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Type
 
 from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
@@ -37,7 +38,7 @@ from .catalog import IcebergCatalog
 from .change_set import ChangeSet, SnapshotReader, SourceTable
 from .history_reader import HistoryReader
 from .maintenance import TablePair, maintain
-from .merge import MirrorWriter
+from .merge import ChangeSummary, MirrorWriter
 from .mirror_table import MirrorTable
 from .session import table_session
 
@@ -45,6 +46,11 @@ log = logging.getLogger("olake_cow")
 MAX_STEPS = 10_000
 READERS: Dict[SourceMode, Type[SnapshotReader]] = {SourceMode.TRUNCATE: BoundaryReader,
                                                    SourceMode.READONLY: HistoryReader}
+
+
+def _live_rows(mirror: TableState) -> int:
+    parent = mirror.snapshot(mirror.current_id)
+    return live_rows(parent) if parent else 0
 
 
 class _Clock:
@@ -180,8 +186,10 @@ class TableJob:
                     self.catalog.set_checkpoint(self.opts.cow_namespace, self.mirror, step.target.wap_id)
                 self.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                          step.target.snapshot_id)
-            elif isinstance(step, (steps.Merge, steps.Publish)):
-                self._apply(changes, step, source, mirror)
+            elif isinstance(step, steps.Merge):
+                self._merge(changes, step, source, mirror)
+            elif isinstance(step, steps.Publish):
+                self._publish(changes, step, source, mirror)
             source, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
 
@@ -227,29 +235,40 @@ class TableJob:
         return MirrorTable(self.catalog, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
                            location, mode, self.fmt, self.opts.target_file_mb, self.opts.delete_mode)
 
-    def _apply(self, changes: ChangeSource, step: Union[steps.Merge, steps.Publish], source: TableState,
-               mirror: TableState) -> None:
-        merge = step.merge if isinstance(step, steps.Publish) else step
-        if isinstance(step, steps.Merge):
+    def _merge(self, changes: ChangeSource, step: steps.Merge, source: TableState, mirror: TableState) -> None:
+        """Read the change set, stage its write as core/pruning.py's choose_write says, publish it."""
+        with _Clock(self.result, "merging"):
+            rebuild_reason = self._mirror_table(changes.mode).prepare(mirror, step.rebuild)
+            merge = replace(step, rebuild=rebuild_reason or step.rebuild)
+        mirror = self._mirror_state()
+        parent_rows = _live_rows(mirror)
+        with self._change_set(changes, merge, source, mirror) as (cs, summary):
+            shape = None if summary is None else self._shape(mirror, summary.keys, cs, summary.counts)
             with _Clock(self.result, "merging"):
-                merge = replace(merge, rebuild=self._mirror_table(changes.mode).prepare(mirror, merge.rebuild)
-                                or merge.rebuild)
-            mirror = self._mirror_state()
-        parent = mirror.snapshot(mirror.current_id)
-        parent_rows = live_rows(parent) if parent else 0
-        if isinstance(step, steps.Publish) and merge.rebuild:
-            # a rebuild is audited from its own commit
-            staged, counts, rebuild = mirror.snapshot(step.staged_id), ChangeCounts(0, 0), True
-        else:
-            staged, counts, rebuild = self._read_and_stage(changes, step, merge, source, mirror)
+                staged = self.writer.stage(cs, merge.target, mirror, self.fmt, shape,
+                                           None if summary is None else summary.keys)
+            rebuild = cs.rebuild
+        counts = ChangeCounts(0, 0) if summary is None else summary.counts
+        self._commit(merge, staged, counts, parent_rows, rebuild, "rebuilt mirror from" if rebuild else "merged")
+
+    def _publish(self, changes: ChangeSource, step: steps.Publish, source: TableState, mirror: TableState) -> None:
+        """Publish a write an earlier run staged; its change set is read again only for the audit's
+        counts (a rebuild is audited from its own commit)."""
+        merge, counts, rebuild = step.merge, ChangeCounts(0, 0), True
+        if not merge.rebuild:
+            with self._change_set(changes, merge, source, mirror) as (cs, summary):
+                rebuild = cs.rebuild
+            counts = ChangeCounts(0, 0) if summary is None else summary.counts
+        self._commit(merge, mirror.snapshot(step.staged_id), counts, _live_rows(mirror), rebuild, "published staged")
+
+    def _commit(self, merge: steps.Merge, staged: Optional[Snapshot], counts: ChangeCounts, parent_rows: int,
+                rebuild: bool, verb: str) -> None:
         with _Clock(self.result, "committing"):
             if staged is not None:
                 self.writer.publish(staged, merge.target, counts, parent_rows, rebuild, self.fmt)
             else:
                 self.writer.nothing_staged(counts, merge.target, rebuild)
         self.result.merges += 1
-        verb = "published staged" if isinstance(step, steps.Publish) else (
-            "rebuilt mirror from" if rebuild else "merged")
         self.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
                  staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts, counts.deletes)
 
@@ -258,10 +277,11 @@ class TableJob:
         return READERS[mode](self.session, self.catalog, table, self.opts.delete_mode,
                              mirror_target_bytes(mirror.properties))
 
-    def _read_and_stage(self, changes: ChangeSource, step: Union[steps.Merge, steps.Publish], merge: steps.Merge,
-                        source: TableState, mirror: TableState) -> Tuple[Optional[Snapshot], ChangeCounts, bool]:
-        """Read the merge's change set and stage its write (a Publish step's write is staged
-        already: the change set gives its counts). (staged snapshot, counts, rebuild)"""
+    @contextmanager
+    def _change_set(self, changes: ChangeSource, merge: steps.Merge, source: TableState,
+                    mirror: TableState) -> Iterator[Tuple[ChangeSet, Optional[ChangeSummary]]]:
+        """The merge's change set, and (unless it rebuilds) one pass over it: its counts for the
+        audit, its keys for the write. Closed on the way out."""
         reader = self._reader(changes.mode, source, mirror)
         with _Clock(self.result, "reading_changes"):
             cs: ChangeSet = changes.read(reader, merge, source)
@@ -271,17 +291,11 @@ class TableJob:
                 self.result.notes.append(note)
             self.result.files_read += cs.files_read
             self.result.bytes_read += cs.bytes_read
-            counts, keys, shape = ChangeCounts(0, 0), None, None
-            if not cs.rebuild:  # one pass over the change set: its counts for the audit, its keys for the merge
+            summary = None
+            if not cs.rebuild:
                 with _Clock(self.result, "reading_changes"):
                     summary = self.writer.summarize(cs.frame, cs.records_read)
-                counts, keys = summary.counts, summary.keys
-                if isinstance(step, steps.Merge):
-                    shape = self._shape(mirror, summary.keys, cs, counts)
-            if isinstance(step, steps.Publish):
-                return mirror.snapshot(step.staged_id), counts, cs.rebuild
-            with _Clock(self.result, "merging"):
-                return self.writer.stage(cs, merge.target, mirror, self.fmt, shape, keys), counts, cs.rebuild
+            yield cs, summary
         finally:
             cs.close()
 
