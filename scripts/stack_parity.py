@@ -97,7 +97,7 @@ def run(out: str) -> int:
         tables = IcebergCatalog(writer_session(root, cfg), CATALOG)
         found: Dict[str, Any] = {"spark": spark_version, "mirrors": {}}
         for mode, fmt in VARIANTS:
-            ns = f"p_{mode}_{fmt}"
+            ns = f"p_{fmt}_{mode}"
             writer = OlakeWriter(writer_session(root, cfg), CATALOG, ns)
             scenario(writer, job, ns, mode, fmt, random.Random(20261128))
             for name in TABLES:
