@@ -94,8 +94,10 @@ CASES = {
     "source-namespace-dots": (HADOOP, ["--source-namespace", ".."], "source namespace name '..' cannot be used"),
     "source-namespace-spaces": (HADOOP, ["--source-namespace", "sales "], "source namespace name 'sales ' cannot"),
     "source-namespace-is-a-mirror": (HADOOP, ["--source-namespace", "sales_cow"], "that is a mirror namespace"),
-    "source-namespace-nested": (HADOOP, ["--source-namespace", "db.public"], "source namespace name 'db.public' is "
-                                "nested ('.' separates levels): olake-cow mirrors one-level namespaces"),
+    "source-namespace-nested-in-rest": (writer(catalog_type="rest", rest_catalog_url="http://127.0.0.1:1",
+                                               iceberg_s3_path="wh"), ["--source-namespace", "db.public"],
+                                        "source namespace name 'db.public' is nested ('.' separates levels in a "
+                                        "REST catalog)"),
     "cow-namespace-empty": (HADOOP, ["--cow-namespace", ""], "--cow-namespace is empty"),
     "table-name-bad": (HADOOP, ["--tables", "a/b"], "table name 'a/b' contains '/'"),
     "table-name-invisible": (HADOOP, ["--tables", "t\u200b,a\x00b"], "contains '\\u200b'"),

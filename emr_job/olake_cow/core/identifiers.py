@@ -17,12 +17,6 @@ def validate_name(kind: str, name: str) -> str:
         raise InvalidNameError(f"{kind} name {name!r} contains {bad[0]!r}, which cannot be used")
     if name.strip(".") == "" or name != name.strip():
         raise InvalidNameError(f"{kind} name {name!r} cannot be used (dots only, or spaces at an end)")
-    if kind.endswith("namespace") and "." in name:
-        # Spark would read `db.public` as the nested namespace db -> public in some catalogs and as
-        # one level named "db.public" in others: the mirror's name and location would be ambiguous.
-        raise InvalidNameError(f"{kind} name {name!r} is nested ('.' separates levels): olake-cow mirrors one-level "
-                               "namespaces, as OLake writes them (<database> or <database>_<schema>); name that "
-                               "namespace")
     return name
 
 
@@ -61,6 +55,13 @@ MIRROR_SUFFIX = "_cow"
 def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "") -> str:
     """InvalidNameError when the catalog cannot hold `name` (or `name + suffix`, the mirror's name):
     `kind` is "namespace" or "table"."""
+    if catalog_type == "rest" and kind.endswith("namespace") and "." in name:
+        # A REST catalog tells a nested namespace (db -> public) from one level named "db.public";
+        # the job addresses one level, so `db.public` would be another namespace than the user's.
+        # (The file-system and JDBC catalogs store both the same way: a dotted name works there.)
+        raise InvalidNameError(f"{kind} name {name!r} is nested ('.' separates levels in a REST catalog): olake-cow "
+                               "mirrors one-level namespaces, as OLake writes them (<database> or "
+                               "<database>_<schema>); name that namespace")
     rule = _CATALOG_RULES.get(catalog_type)
     if rule is None:
         return name
