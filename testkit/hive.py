@@ -75,10 +75,6 @@ class HiveMetastore:
         return f"thrift://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        from testkit.servers import stop_process
+
+        stop_process(self.proc, self.dir)

@@ -29,6 +29,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_process(proc: Optional[subprocess.Popen], folder: str) -> None:
+    """Ends a server started by the tests (TERM, then KILL) and removes its folder."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def fixture_classpath() -> str:
     """The reference server's jars (make test fetches them by their Maven coordinates)."""
     from olake_cow.spark.session import local_jar_folder
@@ -70,14 +82,7 @@ class _Server:
         raise RuntimeError(f"the {self.name} did not answer {url} within {timeout_s} s")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=20)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_process(self.proc, self.dir)
 
 
 class MotoServer(_Server):
