@@ -140,20 +140,19 @@ def changed_everywhere(w, keys):
 
 def test_a_change_to_every_file_of_a_partitioned_mirror_rewrites_it_whole_and_exactly(lake, monkeypatch):
     """A change that touches every file of a partitioned cow mirror (counted first) is written as the
-    mirror's rows less the changed keys plus the upserts, by partition (merge.py _rewrite_whole),
+    mirror's rows less the changed keys plus the upserts, by partition (writes.py WholeRewriteWrite),
     where the MERGE would shuffle the whole mirror twice: still exactly the resolved rows, one file
     per partition, every file replaced."""
-    from olake_cow.spark import merge
+    from olake_cow.spark import writes
 
     w = lake.writer
     w.create_table("t", [("v", "int")], partition_by=["bucket(4, _olake_id)"])
     w.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(400)])
     built = summary_of(lake, "build")
     calls = []
-    real = merge.MirrorWriter._rewrite_whole
-    monkeypatch.setattr(merge.MirrorWriter, "_rewrite_whole",
-                        lambda self, cs, keys, read_id, partitioned: calls.append(partitioned)
-                        or real(self, cs, keys, read_id, partitioned))
+    real = writes.WholeRewriteWrite.write
+    monkeypatch.setattr(writes.WholeRewriteWrite, "write",
+                        lambda self, cs: calls.append(self.to.partitioned) or real(self, cs))
     changed_everywhere(w, [(str(i), None) for i in range(0, 400, 3)])  # 134 keys: every bucket's
     run = summary_of(lake, "all")
     assert run["status"] == "merged"

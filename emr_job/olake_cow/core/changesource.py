@@ -8,7 +8,8 @@
 The planner (and the trigger's idle check) call `plan`/`describe`; the table job calls `read` to
 get the change set of a Merge step, and maintenance calls `expiry_floor` to know which source
 snapshots must stay. Planning is pure; `read` goes through a reader of the source table, one per
-mode (the Spark adapters spark/boundary_reader.py and spark/history_reader.py implement them).
+mode (ReadsBoundaries, ReadsHistory; the Spark classes of spark/boundary_reader.py and
+spark/history_reader.py implement them, and spark/paths.py pairs each with its mode, checked by mypy).
 """
 from typing import Any, Dict, Generic, List, Optional, Protocol, Sequence, TypeVar
 
@@ -20,19 +21,19 @@ from .snapshots import Snapshot, TableState
 from .steps import Merge, Step
 
 
-class SnapshotReader(Protocol):
+class ReadsSnapshots(Protocol):
     """Reads every row of one source snapshot (first build, recreated source, resync)."""
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> Any: ...
 
 
-class BoundaryReader(SnapshotReader, Protocol):
+class ReadsBoundaries(ReadsSnapshots, Protocol):
     """Truncate mode: reads the change set a boundary closed."""
 
     def boundary_change_set(self, snapshot_id: Optional[int], dropped_window: Sequence[int] = ()) -> Any: ...
 
 
-class HistoryReader(SnapshotReader, Protocol):
+class ReadsHistory(ReadsSnapshots, Protocol):
     """Readonly mode: reads what changed between two snapshots, interval by interval."""
 
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]: ...
@@ -40,7 +41,7 @@ class HistoryReader(SnapshotReader, Protocol):
     def history_change_set(self, intervals: Sequence[Interval]) -> Any: ...
 
 
-R = TypeVar("R", bound=SnapshotReader, contravariant=True)
+R = TypeVar("R", bound=ReadsSnapshots, contravariant=True)
 
 
 class ChangeSource(Generic[R]):
@@ -69,7 +70,7 @@ class ChangeSource(Generic[R]):
         raise NotImplementedError
 
 
-class TruncateSource(ChangeSource[BoundaryReader]):
+class TruncateSource(ChangeSource[ReadsBoundaries]):
     mode = SourceMode.TRUNCATE
     writes_source = True
 
@@ -84,13 +85,13 @@ class TruncateSource(ChangeSource[BoundaryReader]):
         # Change sets after the last merged boundary live only in the snapshots from it on.
         return truncate.merged_boundary(source, mirror)
 
-    def read(self, reader: BoundaryReader, step: Merge, source: TableState) -> Any:
+    def read(self, reader: ReadsBoundaries, step: Merge, source: TableState) -> Any:
         if step.rebuild:
             return reader.rebuild(step.read_id)
         return reader.boundary_change_set(step.read_id, truncate.dropped_delete_window(source, step.read_id))
 
 
-class ReadonlySource(ChangeSource[HistoryReader]):
+class ReadonlySource(ChangeSource[ReadsHistory]):
     mode = SourceMode.READONLY
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
@@ -103,7 +104,7 @@ class ReadonlySource(ChangeSource[HistoryReader]):
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         return readonly.expiry_floor(source, mirror)
 
-    def read(self, reader: HistoryReader, step: Merge, source: TableState) -> Any:
+    def read(self, reader: ReadsHistory, step: Merge, source: TableState) -> Any:
         if step.rebuild or step.since is None:
             return reader.rebuild(step.read_id, note=step.reason)
         try:

@@ -1,42 +1,27 @@
 """Write-audit-publish of one change set: the write is staged under the target's WAP id, the
 staged snapshot is audited, and only then published, with the checkpoint, in one commit.
 Spark/Iceberg adapter."""
-import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..core.audit import ChangeCounts, audit, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
-from ..core.filesize import mirror_target_bytes
 from ..core.identifiers import quote
 from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import MirrorFormat
-from ..core.pruning import (
-    FileBounds,
-    KeyMerge,
-    MergeShape,
-    Rebuild,
-    WholeRewrite,
-    choose_write,
-    cow_write,
-    merge_shape,
-    unknown_shape,
-)
+from ..core.pruning import FileBounds, KeyMerge, MergeShape, WholeRewrite, merge_shape, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
 from .change_set import ChangeSet, DataFrame
-from .changes import ACTION, KEY, aligned_rows, key_condition, merge_sql
+from .changes import ACTION, KEY, key_condition
 from .file_listing import FileListing
-from .mirror_ddl import spec_terms
-from .scan_tasks import TaskSets
+from .paths import TablePath
+from .writes import Target, write_for
 
 KEYS_COLLECTED = 200_000  # change sets up to this many keys get exact file pruning; larger ones their key range
-DISTRIBUTION_MODE = "spark.sql.iceberg.distribution-mode"
-GROUP_FILTER = "spark.sql.optimizer.runtime.rowLevelOperationGroupFilter.enabled"
-PARALLELISM_FIRST = "spark.sql.adaptive.coalescePartitions.parallelismFirst"
-PREFER_SORT_MERGE = "spark.sql.join.preferSortMergeJoin"
 FILES_LISTED_DIRECTLY = 200  # mirrors of up to this many files: their bounds through Iceberg's API, no Spark job
 
 
@@ -88,85 +73,38 @@ class MirrorWriter:
                 f"FROM {self.mirror_q}.{quote('files')} WHERE content = 0").collect()]
         return merge_shape(files, keys) if keys is not None else unknown_shape(files, key_range)
 
-    def stage(self, cs: ChangeSet, marker: Marker, mirror: TableState, fmt: MirrorFormat,
+    def stage(self, cs: ChangeSet, marker: Marker, mirror: TableState, path: TablePath[Any],
               shape: Optional[MergeShape] = None, keys: Optional[List[str]] = None) -> Optional[Snapshot]:
-        """Write the change set as a staged snapshot on the mirror's current one; returns it, or
-        None when the write changed nothing. A copy-on-write merge writes as core/pruning.py's
-        cow_write says (without a global sort when that buys nothing)."""
-        self.session.conf.set("spark.wap.id", marker.wap_id)
-        conf, partitions = self._write_conf(cs, mirror, fmt, shape)
-        before = {key: self.session.conf.get(key, None) for key in conf}
-        for key, value in conf.items():
-            self.session.conf.set(key, value)
-        choice = choose_write(shape, fmt == MirrorFormat.COW, mirror.partitioned, None if keys is None else len(keys),
-                              cs.rebuild, mirror.current_id is not None)
+        """Write the change set as a staged snapshot on the mirror's current one, as core/pruning.py's
+        choose_write says (writes.py has one Spark class per choice); returns it, or None when the
+        write changed nothing."""
+        to = Target(self.session, self.catalog, self.ns, self.name, self.mirror_q, mirror)
+        choice = path.choose(shape, mirror, keys, cs.rebuild)
         if isinstance(choice, WholeRewrite) and choice.if_every_file_touched and keys is not None and \
-                shape is not None and not self._touches_every_file(keys, shape, int(mirror.current_id or 0)):
+                shape is not None and not self._touches_every_file(keys, shape, to.read_id):
             choice = KeyMerge()
-        try:
-            if isinstance(choice, Rebuild):
-                self._rebuild(cs, mirror)
-            elif isinstance(choice, WholeRewrite):
-                self._rewrite_whole(cs, keys or [], int(mirror.current_id or 0), mirror.partitioned)
-            else:
-                listed = keys if choice.listed else None
-                self._merge(cs, mirror, shape.intervals if shape is not None else None, listed, partitions)
-        finally:
-            self.session.conf.unset("spark.wap.id")
-            for key, value in before.items():  # back to what the run set (unset would drop a launch setting)
-                if value is None:
-                    self.session.conf.unset(key)
-                else:
-                    self.session.conf.set(key, value)
+        write = write_for(choice, to, path.cow, shape, keys)
+        with self._settings({"spark.wap.id": marker.wap_id, **write.settings()}):
+            write.write(cs)
         after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         return staged[0] if staged else None
 
-    def _write_conf(self, cs: ChangeSet, mirror: TableState, fmt: MirrorFormat,
-                    shape: Optional[MergeShape]) -> Tuple[Dict[str, str], Optional[int]]:
-        """(session settings for the write, partitions of the change set for the join or None)."""
-        conf: Dict[str, str] = {}
-        if fmt == MirrorFormat.COW and not cs.rebuild:
-            # A cow MERGE is a full outer join of the mirror's touched files with the change set: a
-            # hash of the (small, cached) change set spares sorting the whole rewrite for the join.
-            # Spark still picks it only for a side 3x smaller and under its broadcast size per partition.
-            conf[PREFER_SORT_MERGE] = "false"
-        if mirror.partitioned and (cs.rebuild or fmt == MirrorFormat.COW):
-            # Written by partition (the table's distribution): sized by the advisory size alone, a
-            # mirror of a few hundred MB is one task sorting and writing every partition's file (1M
-            # rows in 16 buckets, a cow merge's write: 16 s in one task, 7.7 s in three).
-            conf[PARALLELISM_FIRST] = "true"
-        if fmt != MirrorFormat.COW or cs.rebuild or shape is None:
-            return conf, None
-        target = mirror_target_bytes(mirror.properties)
-        plan = cow_write(shape, target, int(self.session.sparkContext.defaultParallelism), mirror.partitioned)
-        partitions = None
-        if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
-            conf[DISTRIBUTION_MODE] = "hash"
-            partitions = plan.partitions
-        if not plan.find_files:
-            conf[GROUP_FILTER] = "false"
-        return conf, partitions
-
-    def _rebuild(self, cs: ChangeSet, mirror: TableState) -> None:
-        from pyspark.sql import functions as F
-
-        rows = aligned_rows(cs.frame, self.session.table(self.mirror_q).schema)
-        writer = rows.writeTo(self.mirror_q)
-        if not mirror.partitioned or (cs.clustered_by is not None
-                                      and cs.clustered_by == tuple(spec_terms(self.catalog.load(self.ns, self.name)))):
-            # Already partitioned and sorted as the mirror wants (by key range, or by the mirror's
-            # partitions): written as it is, no second shuffle or sort.
-            writer = writer.option("use-table-distribution-and-ordering", "false")
-        else:
-            # By partition (hashed: a mirror with a sort order would otherwise take a range
-            # distribution, whose sampling pass computes the rows twice: 3.3 s of a 1M-row load).
-            # Written as the key ranges are, every range would write a file into every partition.
-            writer = writer.option("distribution-mode", "hash")
-        if mirror.current_id is None:
-            writer.append()
-        else:
-            writer.overwrite(F.lit(True))
+    @contextmanager
+    def _settings(self, conf: Dict[str, str]) -> Iterator[None]:
+        """The write's session settings, back to what the run set after it (unset would drop a
+        launch setting)."""
+        before = {key: self.session.conf.get(key, None) for key in conf}
+        for key, value in conf.items():
+            self.session.conf.set(key, value)
+        try:
+            yield
+        finally:
+            for key, value in before.items():
+                if value is None:
+                    self.session.conf.unset(key)
+                else:
+                    self.session.conf.set(key, value)
 
     def _touches_every_file(self, keys: List[str], shape: MergeShape, read_id: int) -> bool:
         """Whether the changed keys are in every one of the mirror's `shape.files` files at
@@ -174,42 +112,6 @@ class MirrorWriter:
         counts_touched_files says when this count is worth its scan)."""
         rows = self.session.sql(f"SELECT * FROM {self.mirror_q} VERSION AS OF {int(read_id)}")
         return rows.where(key_condition("", keys)).select("_file").distinct().count() == shape.files
-
-    def _rewrite_whole(self, cs: ChangeSet, keys: List[str], read_id: int, partitioned: bool) -> None:
-        """The mirror's rows without the changed keys, plus the upserts, replacing every file: what
-        the MERGE would write, without its join. Unpartitioned, one file in the mirror's sort order;
-        partitioned, by the table's partitions, each in its sort order. Read at snapshot `read_id`;
-        as the MERGE's, the commit fails if the mirror got data since."""
-        from pyspark.sql import functions as F
-
-        # The mirror's files at `read_id`, read with its current schema (it may have followed the
-        # source since: new or renamed columns), as its scan tasks (time travel reads a snapshot
-        # with that snapshot's schema, which would lose a renamed column's values).
-        sets = TaskSets(self.session, self.catalog.load(self.ns, self.name), self.mirror_q)
-        cs.on_close(sets.close)
-        plan = sets.plan(read_id).tasks
-        rows = sets.read([plan.get(i) for i in range(int(plan.size()))])
-        rows = rows.where(key_condition("", keys, listed=False)).unionByName(aligned_rows(cs.frame, rows.schema))
-        if partitioned:  # hashed by partition (the sort order would make Iceberg ask for a sampled range)
-            writer = rows.writeTo(self.mirror_q).option("distribution-mode", "hash")
-        else:  # no exchange (one task); the table's sort order still sorts the file
-            writer = rows.coalesce(1).writeTo(self.mirror_q).option("distribution-mode", "none")
-        (writer.option("validate-from-snapshot-id", str(read_id)).option("isolation-level", "serializable")
-         .overwrite(F.lit(True)))
-
-    def _merge(self, cs: ChangeSet, mirror: TableState, intervals: Optional[Tuple[Tuple[str, str], ...]],
-               listed: Optional[List[str]], partitions: Optional[int]) -> None:
-        from pyspark.sql import functions as F
-
-        view = f"olake_cow_changes_{uuid.uuid4().hex[:12]}"
-        # The join takes its partitions from the change set's, when it is partitioned by key.
-        changes = cs.frame.repartition(partitions, F.col(KEY)) if partitions else cs.frame
-        view_of(self.session, changes).createOrReplaceTempView(view)
-        try:
-            cols = list(mirror.columns) or self.session.table(self.mirror_q).columns
-            self.session.sql(merge_sql(self.mirror_q, quote(view), cols, cs.frame.columns, intervals, listed))
-        finally:
-            self.session.catalog.dropTempView(view)
 
     def publish(self, staged: Snapshot, marker: Marker, counts: ChangeCounts, parent_rows: int,
                 rebuild: bool, fmt: MirrorFormat) -> None:
@@ -245,12 +147,3 @@ class MirrorWriter:
         self.catalog.set_checkpoint(self.ns, self.name, marker.wap_id)
         self.result.rows_deleted += counts.deletes
 
-
-def view_of(session: Any, frame: DataFrame) -> DataFrame:
-    """`frame` as a temporary view can hold it. Spark 4.1 resolves the Iceberg tables of a view's
-    plan again when a query reads the view, and a staged task set (scan_tasks.py) is no table its
-    catalog can load again ("No plan for TableReference"): there the view gets the rows read once
-    (a local checkpoint of the persisted change set), not the reads themselves."""
-    if int(str(session.version).split(".")[0]) < 4:
-        return frame
-    return frame.localCheckpoint(eager=False)

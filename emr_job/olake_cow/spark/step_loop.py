@@ -1,0 +1,183 @@
+"""The plan -> act loop of one table, on its resolved write path (paths.py): ask the change source
+for the next step, carry it out, read both tables again, repeat. Merge reads a change set and
+stages its write (merge.py); Publish commits a write an earlier run staged.
+"""
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple
+
+from ..core import steps
+from ..core.audit import ChangeCounts, live_rows
+from ..core.checkpoint import Marker, find_checkpoint
+from ..core.errors import HistoryError, OlakeCowError
+from ..core.filesize import mirror_target_bytes
+from ..core.modes import SourceMode
+from ..core.pruning import MergeShape
+from ..core.snapshots import Snapshot, Summary, TableState
+from ..core.summary import TableResult, TableStatus
+from . import boundary
+from .change_set import ChangeSet, SourceTable
+from .merge import ChangeSummary
+from .paths import TablePath
+
+if TYPE_CHECKING:
+    from .table_job import TableJob
+
+MAX_STEPS = 10_000
+
+
+class Clock:
+    """Adds the time of a `with` block to one phase of the table's result."""
+
+    def __init__(self, result: TableResult, phase: str) -> None:
+        self.result, self.phase = result, phase
+
+    def __enter__(self) -> "Clock":
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.result.add_time(self.phase, time.monotonic() - self.t0)
+
+
+class StepLoop:
+    def __init__(self, job: "TableJob", path: TablePath[Any]) -> None:
+        self.job, self.path, self.result, self.opts = job, path, job.result, job.opts
+
+    def run(self, source: TableState, mirror: TableState) -> None:
+        job, changes = self.job, self.path.changes
+        target = source.current_id  # the run stops here: later commits are the next run's
+        self.result.target = target if self.path.mode == SourceMode.READONLY else None
+        for _ in range(MAX_STEPS):
+            rebuild = job.delete_mode_rebuild(mirror)
+            step = changes.plan(source, mirror, target, may_close=self.result.truncated == 0, rebuild=rebuild)
+            if self.opts.dry_run:
+                self.result.plan = changes.describe(source, mirror, rebuild)
+                self.result.status = TableStatus.DRY_RUN
+                for line in self.result.plan:
+                    job.say("plan: %s", line)
+                return
+            if isinstance(step, steps.Done):
+                self._finish(source, mirror, step.reason)
+                return
+            if isinstance(step, steps.Blocked):
+                raise HistoryError(f"{job.table}: {step.reason}")
+            if isinstance(step, steps.Truncate):
+                self._truncate()
+            elif isinstance(step, steps.Advance):
+                self._advance(step)
+            elif isinstance(step, steps.Merge):
+                self._merge(step, source, mirror)
+            elif isinstance(step, steps.Publish):
+                self._publish(step, source, mirror)
+            source, mirror = job.states()
+        raise OlakeCowError(f"{job.table}: no progress after {MAX_STEPS} steps")
+
+    def _finish(self, source: TableState, mirror: TableState, reason: str) -> None:
+        self.result.status = TableStatus.MERGED if self.result.merges else TableStatus.UP_TO_DATE
+        cp = find_checkpoint(mirror)
+        self.result.checkpoint = cp.snapshot_id if cp else None
+        self.result.last_change_ms = _change_time(source, cp)
+        self.job.say("%s", f"done: {self.result.merges} change set(s) merged" if self.result.merges else reason)
+
+    def _truncate(self) -> None:
+        with Clock(self.result, "committing"):
+            bid = boundary.close_change_set(self.job.catalog, self.opts.source_namespace, self.job.table,
+                                            self.opts.run_id)
+        self.result.truncated += 1
+        self.job.say("closed the open change set: boundary snapshot %s", bid)
+
+    def _advance(self, step: steps.Advance) -> None:
+        with Clock(self.result, "committing"):
+            self.job.catalog.set_checkpoint(self.opts.cow_namespace, self.job.mirror, step.target.wap_id)
+        self.job.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
+                     step.target.snapshot_id)
+
+    def _merge(self, step: steps.Merge, source: TableState, mirror: TableState) -> None:
+        """Read the change set, stage its write as core/pruning.py's choose_write says, publish it."""
+        job = self.job
+        with Clock(self.result, "merging"):
+            rebuild_reason = job.mirror_table(self.path).prepare(mirror, step.rebuild)
+            merge = replace(step, rebuild=rebuild_reason or step.rebuild)
+        mirror = job.mirror_state()
+        parent_rows = _live_rows(mirror)
+        with self._change_set(merge, source, mirror) as (cs, summary):
+            keys = None if summary is None else summary.keys
+            shape = None if summary is None else self._shape(mirror, keys, cs, summary.counts)
+            with Clock(self.result, "merging"):
+                staged = job.writer.stage(cs, merge.target, mirror, self.path, shape, keys)
+            rebuild = cs.rebuild
+        counts = ChangeCounts(0, 0) if summary is None else summary.counts
+        self._commit(merge, staged, counts, parent_rows, rebuild, "rebuilt mirror from" if rebuild else "merged")
+
+    def _publish(self, step: steps.Publish, source: TableState, mirror: TableState) -> None:
+        """Publish a write an earlier run staged; its change set is read again only for the audit's
+        counts (a rebuild is audited from its own commit)."""
+        merge, counts, rebuild = step.merge, ChangeCounts(0, 0), True
+        if not merge.rebuild:
+            with self._change_set(merge, source, mirror) as (cs, summary):
+                rebuild = cs.rebuild
+            counts = ChangeCounts(0, 0) if summary is None else summary.counts
+        self._commit(merge, mirror.snapshot(step.staged_id), counts, _live_rows(mirror), rebuild, "published staged")
+
+    def _commit(self, merge: steps.Merge, staged: Optional[Snapshot], counts: ChangeCounts, parent_rows: int,
+                rebuild: bool, verb: str) -> None:
+        with Clock(self.result, "committing"):
+            if staged is not None:
+                self.job.writer.publish(staged, merge.target, counts, parent_rows, rebuild, self.path.fmt)
+            else:
+                self.job.writer.nothing_staged(counts, merge.target, rebuild)
+        self.result.merges += 1
+        self.job.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
+                     staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts,
+                     counts.deletes)
+
+    @contextmanager
+    def _change_set(self, merge: steps.Merge, source: TableState,
+                    mirror: TableState) -> Iterator[Tuple[ChangeSet, Optional[ChangeSummary]]]:
+        """The merge's change set, and (unless it rebuilds) one pass over it: its counts for the
+        audit, its keys for the write. Closed on the way out."""
+        job = self.job
+        table = SourceTable(self.opts.source_namespace, job.table, job.source_q, source)
+        reader = self.path.reader(job.session, job.catalog, table, self.opts.delete_mode,
+                                  mirror_target_bytes(mirror.properties))
+        with Clock(self.result, "reading_changes"):
+            cs = self.path.read(reader, merge, source)
+        try:
+            for note in cs.notes:
+                job.say("%s", note)
+                self.result.notes.append(note)
+            self.result.files_read += cs.files_read
+            self.result.bytes_read += cs.bytes_read
+            summary = None
+            if not cs.rebuild:
+                with Clock(self.result, "reading_changes"):
+                    summary = job.writer.summarize(cs.frame, cs.records_read)
+            yield cs, summary
+        finally:
+            cs.close()
+
+    def _shape(self, mirror: TableState, keys: Optional[list], cs: ChangeSet, counts: ChangeCounts) -> MergeShape:
+        with Clock(self.result, "planning"):
+            shape = self.job.writer.shape(mirror, keys, cs.key_range)
+        spread = shape.spread and self.path.cow
+        self.job.say("the change set (%d upserts, %d deletes) can touch %d of the mirror's %d files%s",
+                     counts.upserts, counts.deletes, shape.touched, shape.files,
+                     " (spread: rewritten without a global sort)" if spread else "")
+        return shape
+
+
+def _live_rows(mirror: TableState) -> int:
+    parent = mirror.snapshot(mirror.current_id)
+    return live_rows(parent) if parent else 0
+
+
+def _change_time(source: TableState, checkpoint: Optional[Marker]) -> Optional[int]:
+    """Commit time of the newest source change the mirror holds (for the lag metric)."""
+    if checkpoint is None:
+        return None
+    held = source.snapshot(checkpoint.snapshot_id)
+    if held is not None and held.is_boundary:  # truncate mode: the change set is the boundary's parent
+        held = source.snapshot(held.parent_id)
+    return held.timestamp_ms if held else None
