@@ -1,8 +1,8 @@
 """The trigger's decisions, pure: which tables a mirror run covers, whether to start it, the lease.
 trigger.py carries them out with the DynamoDB, catalog and EMR adapters."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
-from typing import Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 ALL_TABLES = "*"  # in the state store's pending set: every table of the namespace
 
@@ -20,6 +20,45 @@ class TriggerStatus(str, Enum):
     REFUSED = "refused"  # the request or commit names what no run could mirror: nothing started
     FINISHED = "finished"
     MULTIPLE = "multiple"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one invocation did (for one namespace): its status and the fields that status reports.
+    The Lambda returns it as JSON, without the fields it leaves unset."""
+
+    status: TriggerStatus
+    reason: Optional[str] = None
+    namespace: Optional[str] = None
+    table: Optional[str] = None
+    job_run_id: Optional[str] = None
+    state: Optional[str] = None  # a run's end: its EMR state
+    due: Optional[int] = None  # debounced: when the run starts (epoch seconds)
+    client_token: Optional[str] = None
+    tables: Union[str, List[str], None] = None  # started: the tables of the run ("all": every table)
+    summary: Optional[str] = None  # started: where the run's summary will be
+    summary_status: Optional[str] = None  # finished: the run summary's status
+    would_start: Optional[bool] = None  # dry run
+    tables_with_work: Optional[List[str]] = None  # dry run
+    request: Optional[Mapping[str, Any]] = None  # dry run: the StartJobRun request
+    follow_up: Optional["Outcome"] = None  # finished: the run started (or debounced) for later commits
+    results: Tuple["Outcome", ...] = ()  # multiple: one per namespace
+
+    def about(self, namespace: Optional[str] = None, table: Optional[str] = None, **run: Any) -> "Outcome":
+        """The same outcome, naming what it is about."""
+        return replace(self, namespace=namespace or self.namespace, table=table or self.table, **run)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"status": self.status.value}
+        for f in fields(self)[1:]:
+            value = getattr(self, f.name)
+            if isinstance(value, Outcome):
+                value = value.to_dict()
+            elif f.name == "results":
+                value = [r.to_dict() for r in value] or None
+            if value is not None:
+                out[f.name] = value
+        return out
 
 
 @dataclass(frozen=True)

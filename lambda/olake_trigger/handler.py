@@ -101,7 +101,8 @@ def lambda_handler(event: Dict[str, Any], context: Any) -> Dict[str, Any]:
         return {"status": "invalid_settings", "reason": str(exc)}
     trigger = Trigger(s, _clients, load_config, emit, clock=lambda: clock())  # type: ignore[arg-type]
     try:
-        result = trigger.handle(event, context.aws_request_id, getattr(context, "invoked_function_arn", None))
+        result = trigger.handle(event, context.aws_request_id,
+                                getattr(context, "invoked_function_arn", None)).to_dict()
     except ConfigError as exc:
         reason = redact(str(exc), _known_secrets)
         logger.error("invalid OLake destination config in %s: %s; no job started", s.secret_id, reason)
