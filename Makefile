@@ -2,7 +2,7 @@
 PY ?= python3
 # SPARK=3 (default): Spark 3.5 + Iceberg 1.10 as on EMR 7.x; SPARK=4: Spark 4.1 + Iceberg 1.12, beside
 # it in .venv-spark4 (EMR emr-spark-8.1.0 runs Spark 4.1). Both take Iceberg's jars by their Maven
-# coordinates (scripts/jars.py).
+# coordinates (tools/jars.py).
 SPARK ?= 3
 ifeq ($(SPARK),4)
 VENV := .venv-spark4
@@ -31,33 +31,35 @@ export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-$(STAMP): requirements-dev.txt $(REQS)
+$(STAMP): requirements-dev.txt $(REQS) pyproject.toml
 	@echo "creating $(VENV) (Spark $(SPARK)): the pinned Python packages of $(REQS), a few minutes the first time"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r $(REQS)
+	$(BIN)/pip install -q --no-deps -e .  # the job, trigger, infra, testkit and bench packages (pyproject.toml)
 	@touch $(STAMP)
 
 # Iceberg's Spark runtime and AWS bundle by their Maven coordinates, pinned (EMR ships its own).
-$(JARS): scripts/jars.py | $(STAMP)
-	bash scripts/system-deps.sh java  # Ivy runs on Java: installed first where it is missing (as root)
-	$(BIN)/python scripts/jars.py $(VENV)/jars --spark $(SPARK)
+$(JARS): tools/jars.py | $(STAMP)
+	bash tools/system-deps.sh java  # Ivy runs on Java: installed first where it is missing (as root)
+	$(BIN)/python tools/jars.py $(VENV)/jars --spark $(SPARK)
 
 # The Iceberg REST reference server the tests start (tests/spark/test_rest.py), by Maven coordinates.
-$(REST_FIXTURE): scripts/jars.py scripts/rest-fixture.sha256 | $(STAMP)
-	bash scripts/system-deps.sh java
-	$(BIN)/python scripts/jars.py $(VENV)/jars --rest-fixture
+$(REST_FIXTURE): tools/jars.py tools/rest-fixture.sha256 | $(STAMP)
+	bash tools/system-deps.sh java
+	$(BIN)/python tools/jars.py $(VENV)/jars --rest-fixture
 
 setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
 
 java: ## check that Java 17 is there (Spark needs it; `make test` installs it as root)
 	@command -v java >/dev/null || { echo "Java 17 is required (apt-get install openjdk-17-jre-headless)"; exit 1; }
 
-$(DEPLOY_STAMP): requirements-deploy.txt
+$(DEPLOY_STAMP): requirements-deploy.txt pyproject.toml
 	@echo "creating $(DEPLOY_VENV): SAM CLI, cfn-lint and boto3 of requirements-deploy.txt (about 40 s the first time)"
 	$(PY) -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/pip install -q --upgrade pip
 	$(DEPLOY_VENV)/bin/pip install -q -r requirements-deploy.txt
+	$(DEPLOY_VENV)/bin/pip install -q --no-deps -e .
 	@touch $(DEPLOY_STAMP)
 
 deploy-tools: $(DEPLOY_STAMP) ## create .venv-deploy with SAM CLI and cfn-lint (kept apart: their pins clash)
@@ -68,31 +70,31 @@ check-template: $(DEPLOY_STAMP) ## cfn-lint and sam build of template.yaml
 
 secret: $(DEPLOY_STAMP) ## store OLake's destination.json in Secrets Manager (FILE=destination.json [NAME=olake/destination])
 	@[ -n "$(FILE)" ] || { echo "make secret: error: set FILE=path/to/destination.json" >&2; exit 2; }
-	$(DEPLOY_PY) infra/put_destination_secret.py --file "$(FILE)" --name "$(or $(NAME),olake/destination)"
+	$(DEPLOY_PY) -m infra.put_destination_secret --file "$(FILE)" --name "$(or $(NAME),olake/destination)"
 
 bucket-events: $(DEPLOY_STAMP) ## once per bucket: S3 -> EventBridge notifications (BUCKET=my-olake-bucket)
 	@[ -n "$(BUCKET)" ] || { echo "make bucket-events: error: set BUCKET=<the warehouse bucket>" >&2; exit 2; }
-	$(DEPLOY_PY) infra/enable_bucket_events.py "$(BUCKET)"
+	$(DEPLOY_PY) -m infra.enable_bucket_events "$(BUCKET)"
 
 deploy: $(DEPLOY_STAMP) ## package the job, build and deploy the stack (README, Deploy); no Java or pyspark needed
 	PY=$(DEPLOY_PY) SAM=$(DEPLOY_VENV)/bin/sam bash infra/deploy.sh
 
 run-now: $(DEPLOY_STAMP) ## start a run through the deployed trigger and wait (STACK=olake-cow NAMESPACE=sales RUN_ARGS="--force")
 	@[ -n "$(NAMESPACE)" ] || { echo "make run-now: error: set NAMESPACE=<source namespace>" >&2; exit 2; }
-	$(DEPLOY_PY) infra/run_now.py --stack "$(STACK)" --namespace "$(NAMESPACE)" $(RUN_ARGS)
+	$(DEPLOY_PY) -m infra.run_now --stack "$(STACK)" --namespace "$(NAMESPACE)" $(RUN_ARGS)
 
 destroy: $(DEPLOY_STAMP) ## delete the stack; data only when asked (STACK=olake-cow DESTROY_ARGS="--remove-artifacts --yes")
-	$(DEPLOY_PY) infra/destroy.py --stack "$(STACK)" --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
+	$(DEPLOY_PY) -m infra.destroy --stack "$(STACK)" --sam $(DEPLOY_VENV)/bin/sam $(DESTROY_ARGS)
 
 try-local: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## deploy -> run-now -> destroy on a local moto server: no AWS account (README)
-	$(BIN)/python scripts/try_local.py $(TRY_ARGS)
+	$(BIN)/python tools/try_local.py $(TRY_ARGS)
 
 demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
-	bash scripts/system-deps.sh java
+	bash tools/system-deps.sh java
 	$(BIN)/python demo/demo.py
 
 test: $(STAMP) $(JARS) $(REST_FIXTURE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
-	bash scripts/system-deps.sh
+	bash tools/system-deps.sh
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 # The Spark scenarios that cover every reader and writer path, in both source modes x both mirror
@@ -119,31 +121,32 @@ SPARK4_SKIP ?= not backlog_of_many_commits and not checkpoint_found_in_a_long_hi
 test-spark4: ## the Spark 4.1 leg (EMR emr-spark-8.1.0) in .venv-spark4: SPARK4_TESTS
 	$(MAKE) SPARK=4 test PYTEST_ARGS="$(SPARK4_TESTS) -k '$(SPARK4_SKIP)' $(PYTEST_ARGS)"
 
-stack-parity: ## the same scenario on Spark 3.5 and Spark 4.1: identical mirrors (scripts/stack_parity.py)
+stack-parity: ## the same scenario on Spark 3.5 and Spark 4.1: identical mirrors (tools/stack_parity.py)
 	$(MAKE) SPARK=3 setup
 	$(MAKE) SPARK=4 setup
-	bash scripts/system-deps.sh java
-	.venv/bin/python scripts/stack_parity.py --out build/parity-spark3.json
-	.venv-spark4/bin/python scripts/stack_parity.py --out build/parity-spark4.json
-	.venv/bin/python scripts/stack_parity.py --compare build/parity-spark3.json build/parity-spark4.json
+	bash tools/system-deps.sh java
+	.venv/bin/python tools/stack_parity.py --out build/parity-spark3.json
+	.venv-spark4/bin/python tools/stack_parity.py --out build/parity-spark4.json
+	.venv/bin/python tools/stack_parity.py --compare build/parity-spark3.json build/parity-spark4.json
 
 test-fast: $(STAMP) ## unit and moto tests only (no JVM, no Java needed)
 	$(BIN)/python -m pytest -m "unit or aws" $(PYTEST_ARGS)
 
 bench: $(STAMP) $(JARS) java ## cold benchmark, a process per run as on EMR (BENCH_ARGS="--tiers single --script PATH"); docs/BENCHMARKS.md
-	$(BIN)/python scripts/bench_cold.py $(BENCH_ARGS)
+	$(BIN)/python bench/cold.py $(BENCH_ARGS)
 
 bench-warm: $(STAMP) $(JARS) java ## the same systems in one warm Spark session (BENCH_ARGS="--quick"); docs/bench.json
-	$(BIN)/python scripts/bench.py $(BENCH_ARGS)
+	$(BIN)/python bench/warm.py $(BENCH_ARGS)
 
 soak: $(STAMP) $(JARS) ## fault/concurrency soak on a PostgreSQL JDBC catalog (SOAK_ARGS="--kills 60 --concurrent 24")
-	bash scripts/system-deps.sh
-	$(BIN)/python scripts/soak.py $(SOAK_ARGS)
+	bash tools/system-deps.sh
+	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
-lint: $(STAMP) ## ruff (no Java needed)
-	$(BIN)/ruff check emr_job lambda infra testkit tests demo scripts
+lint: $(STAMP) ## ruff, and no class over 150 lines in the product code (no Java needed)
+	$(BIN)/ruff check emr_job lambda infra testkit tests demo tools bench
+	$(BIN)/python tools/class_size.py emr_job lambda infra
 
-typecheck: $(STAMP) ## mypy on the job and trigger packages
+typecheck: $(STAMP) ## mypy on the job, trigger and infra packages
 	$(BIN)/mypy
 
 clean: ## remove local warehouses and caches (keeps .venv)

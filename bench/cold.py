@@ -25,10 +25,10 @@ job's executor options (core/jvm.py: C2 for what runs long). --executor-memory 8
 that way (Spark's local-cluster master: one worker, an executor JVM of that memory; the script's
 executors on Java's defaults) and stores its tiers apart (<tier>_executors).
 
-    .venv/bin/python scripts/bench_cold.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
-    .venv/bin/python scripts/bench_cold.py --tiers fleet --fleet 40 --script ...
-    .venv/bin/python scripts/bench_cold.py --tiers single,large --executor-memory 8g --script ...
-    .venv/bin/python scripts/bench_cold.py --quick       # small sizes: checks the harness
+    .venv/bin/python bench/cold.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
+    .venv/bin/python bench/cold.py --tiers fleet --fleet 40 --script ...
+    .venv/bin/python bench/cold.py --tiers single,large --executor-memory 8g --script ...
+    .venv/bin/python bench/cold.py --quick       # small sizes: checks the harness
 """
 import argparse
 import datetime as dt
@@ -46,7 +46,6 @@ import zlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
 
 CATALOG = "bench"
 COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),
@@ -65,7 +64,7 @@ MASTER_ENV, EXECUTOR_MEMORY_ENV = "OLAKE_COW_BENCH_MASTER", "OLAKE_COW_BENCH_EXE
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="bench_cold", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="bench.cold", description=__doc__.split("\n\n")[0])
     p.add_argument("--tiers", default="single,partitioned,fleet,large", help="tiers to run (default all)")
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the single and partitioned tables")
     p.add_argument("--large-rows", type=int, default=16_000_000, help="rows of the large tier's tables")
@@ -88,7 +87,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "are stored as <tier>" + EXECUTORS + " (default: one JVM, local[*])")
     p.add_argument("--class-archive", default="train", metavar="train|none|PATH",
                    help="driver class archive of every process (core/jvm.py): 'train' one for this bench "
-                        "(scripts/class_archive.py, as the job image does), 'none' none, or an archive's path")
+                        "(infra/image/class_archive.py, as the job image does), 'none' none, or an archive's path")
     p.add_argument("--quick", action="store_true", help="small sizes: checks the harness, not the targets")
     p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS.md and bench-cold.json")
     args = p.parse_args(argv)
@@ -273,7 +272,7 @@ def child(argv: List[str]) -> int:
         import contextlib
         import io
 
-        from baseline import load
+        from bench.baseline import load
 
         script, ns, tables = rest[1], rest[2], rest[3].split(",")
         cow_ns = f"{ns}_cow"
@@ -374,10 +373,10 @@ class Bench:
             return ""
         if args.class_archive != "train":
             return os.path.abspath(args.class_archive)
-        from class_archive import train
+        from infra.image.class_archive import train
 
         path = os.path.join(work, "driver.jsa")
-        print(f"   class archive trained in {train(path):.0f} s (scripts/class_archive.py)", flush=True)
+        print(f"   class archive trained in {train(path):.0f} s (infra/image/class_archive.py)", flush=True)
         return path
 
     def has(self, system: str) -> bool:

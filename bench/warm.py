@@ -8,14 +8,14 @@ batches on identical copies of the source:
   dv        the job, readonly mode, deletion-vector mirror (format version 3)
   truncate  the job, truncate mode, copy-on-write mirror
   script    OLake's published MOR-to-COW script (`--script PATH`: its blog text or a .py copy;
-            read at run time, see scripts/baseline.py), optional
+            read at run time, see bench/baseline.py), optional
 and a plain copy of the resolved source as the floor of a full load. Per run: time in the job (the
 Spark session is up, as on EMR after start-up), files and bytes read and rewritten.
 
 Writes docs/bench.json, docs/bench.png and the results section of docs/BENCHMARKS.md.
 
-    .venv/bin/python scripts/bench.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
-    .venv/bin/python scripts/bench.py --quick            # small sizes: checks the harness
+    .venv/bin/python bench/warm.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
+    .venv/bin/python bench/warm.py --quick            # small sizes: checks the harness
 """
 import argparse
 import json
@@ -31,15 +31,13 @@ import zlib
 from typing import Any, Dict, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT, os.path.join(ROOT, "scripts")]
 os.environ.setdefault("OLAKE_COW_DRIVER_MEMORY", "6g")
 
-from bench_cold import COLUMNS, md5_key, replace_section, source_frame  # noqa: E402
-from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
-from testkit.olake_writer import OlakeWriter  # noqa: E402
-
+from bench.cold import COLUMNS, md5_key, replace_section, source_frame  # noqa: E402
 from olake_cow.cli import main as job_main  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
+from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
+from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 CATALOG = "bench"
 SYSTEMS = ("cow", "dv", "truncate", "script")
@@ -184,8 +182,7 @@ class Bench:
 
     def script_run(self, ns: str) -> Dict[str, Any]:
         """One run of the published script on one table, with its I/O read from the snapshots."""
-        from baseline import load
-
+        from bench.baseline import load
         from olake_cow.spark.catalog import IcebergCatalog
 
         cow_ns = f"{ns}_script"

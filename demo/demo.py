@@ -13,8 +13,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
 
+from olake_cow.cli import main as job  # noqa: E402
+from olake_cow.core.identifiers import qualified  # noqa: E402
+from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
 from testkit.local import (  # noqa: E402
     hadoop_destination,
     local_session,
@@ -26,10 +28,6 @@ from testkit.local import (  # noqa: E402
 from testkit.model import diff, normalized  # noqa: E402
 from testkit.olake_writer import OlakeWriter  # noqa: E402
 from testkit.readers import duckdb_rows, rust_rows  # noqa: E402
-
-from olake_cow.cli import main as job  # noqa: E402
-from olake_cow.core.identifiers import qualified  # noqa: E402
-from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
 
 WORK = os.path.join(ROOT, ".demo")
 CATALOG, NS, TABLE = "olake_iceberg", "postgres_shop_public", "orders"

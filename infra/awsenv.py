@@ -4,7 +4,7 @@
 Region, first found: --region, AWS_REGION, AWS_DEFAULT_REGION, the region of the AWS profile
 (AWS_PROFILE or default, in ~/.aws/config).
 
-    python infra/awsenv.py region [--region R]     prints the region (infra/deploy.sh uses it)
+    python -m infra.awsenv region [--region R]     prints the region (infra/deploy.sh uses it)
 
 Exit codes: 0 printed, 2 no region found (one line says where to set one).
 """
@@ -12,11 +12,13 @@ import argparse
 import os
 import re
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 # The job's pure core (standard library only) is infra's one reader of names and URIs too.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
 from olake_cow.core import uris
+
+if TYPE_CHECKING:
+    import boto3.session
 
 
 class SetupError(Exception):
@@ -94,7 +96,7 @@ STACK_NAME_MAX = 64 - len("-debounce")
 SIGNATURE = ("WarehouseBucket", "DestinationSecretArn", "ArtifactsBucket", "SourceNamespaces")
 
 
-def olake_cow_stacks(cfn, exclude: str = "") -> Dict[str, Dict[str, str]]:
+def olake_cow_stacks(cfn: Any, exclude: str = "") -> Dict[str, Dict[str, str]]:
     """The olake-cow stacks of the region (but `exclude`), name -> parameters."""
     found: Dict[str, Dict[str, str]] = {}
     for page in cfn.get_paginator("describe_stacks").paginate():
@@ -114,13 +116,13 @@ def error_code(exc: BaseException) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
-def session(explicit_region: Optional[str] = None):
+def session(explicit_region: Optional[str] = None) -> "boto3.session.Session":
     import boto3
 
     return boto3.session.Session(region_name=region(explicit_region))
 
 
-def describe_stack(cfn, stack: str, hint: str) -> dict:
+def describe_stack(cfn: Any, stack: str, hint: str) -> dict:
     """The stack's description; SetupError naming the stack and region (and `hint`) when it is not there."""
     from botocore.exceptions import ClientError
 

@@ -25,19 +25,19 @@ export SAM_CLI_TELEMETRY=0
 # lambda/Makefile installs the Lambda's dependencies with this interpreter (absolute: sam runs it elsewhere)
 PYTHON=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
 export PYTHON
-REGION=$($PY infra/awsenv.py region) || exit 2
-NAMESPACES=$($PY infra/awsenv.py namespaces "$NAMESPACES") || exit 2  # "sales, crm," is stored as sales,crm
+REGION=$($PY -m infra.awsenv region) || exit 2
+NAMESPACES=$($PY -m infra.awsenv namespaces "$NAMESPACES") || exit 2  # "sales, crm," is stored as sales,crm
 
 echo "==> checking the settings (region $REGION)"
 PARAMS_FILE=$(mktemp)
 trap 'rm -f "$PARAMS_FILE"' EXIT
-$PY infra/preflight.py --stack "$STACK" --region "$REGION" --warehouse-bucket "$WAREHOUSE_BUCKET" \
+$PY -m infra.preflight --stack "$STACK" --region "$REGION" --warehouse-bucket "$WAREHOUSE_BUCKET" \
   --warehouse-prefix "${WAREHOUSE_PREFIX:-}" --artifacts-bucket "$ARTIFACTS_BUCKET" \
   --artifacts-prefix "$ARTIFACTS_PREFIX" --secret-arn "$SECRET_ARN" --namespaces "$NAMESPACES" \
   --extra-params "${EXTRA_PARAMS:-}" --params-out "$PARAMS_FILE" || exit 2
 mapfile -t EXTRA < "$PARAMS_FILE"  # one checked Key=Value a line: spaces and JSON stay in one parameter
 echo "==> packaging the job (region $REGION)"
-VERSION=$($PY infra/package_job.py --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
+VERSION=$($PY -m infra.package_job --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
 echo "    code version $VERSION"
 # SAM's advice for its own workflow (sam deploy --guided, samconfig.toml) does not apply to make deploy:
 # those lines are dropped; everything else SAM prints is shown, and its exit code kept (pipefail).

@@ -17,7 +17,7 @@ stack of the region uses them (named in the output), unless named with --secret,
 included. Removing data needs --yes. The stack's parameters (buckets, namespaces, secret) are read
 before it is deleted; with --skip-stack (the stack is gone already) give them as options.
 
-    python infra/destroy.py [--stack olake-cow] [--region R] [--remove-mirrors --yes] ...
+    python -m infra.destroy [--stack olake-cow] [--region R] [--remove-mirrors --yes] ...
     make destroy STACK=olake-cow [DESTROY_ARGS="--remove-artifacts --yes"]   (the same, from the deploy environment)
 
 Exit codes: 0 removed, 2 a missing --yes, an unknown stack, a location that is not provably the
@@ -30,13 +30,18 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-import awsenv
-import ownership
-
+from infra import awsenv, ownership
 from olake_cow.core import identity
 from olake_cow.core.snapshots import state_from_metadata
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    import boto3.session
+    from mypy_boto3_glue import GlueClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_scheduler import EventBridgeSchedulerClient
+
 
 MIRROR_SUFFIX = "_cow"
 
@@ -46,14 +51,14 @@ def schedule_group(stack: str) -> str:
     return f"{stack}-debounce"
 
 
-def stack_parameters(cfn, stack: str) -> Dict[str, str]:
+def stack_parameters(cfn: Any, stack: str) -> Dict[str, str]:
     found = awsenv.describe_stack(cfn, stack, "; with --skip-stack, give the buckets, namespaces and secret "
                                               "as options")
     return {p["ParameterKey"]: p.get("ResolvedValue") or p.get("ParameterValue", "")
             for p in found.get("Parameters", [])}
 
 
-def delete_schedules(scheduler, group: str) -> List[str]:
+def delete_schedules(scheduler: "EventBridgeSchedulerClient", group: str) -> List[str]:
     """Delete the schedules of one schedule group (none when the group is gone)."""
     names = []
     try:
@@ -77,7 +82,7 @@ class MirrorTable:
     drop: bool = True  # False: not the project's table; neither it nor its database is dropped
 
 
-def made_here(s3, ns: str, table: Dict) -> str:
+def made_here(s3: "S3Client", ns: str, table: Dict) -> str:
     """Why a table of a mirror database is not one olake-cow made ("" when it is one: its metadata
     carries the project's marker, or the olake-cow.* properties of an earlier version)."""
     params = table.get("Parameters") or {}
@@ -93,8 +98,8 @@ def made_here(s3, ns: str, table: Dict) -> str:
     return "" if owner.writable else "not made by olake-cow as a mirror of this namespace"
 
 
-def plan_mirrors(glue, namespaces: List[str], warehouse: ownership.Location,
-                 sources: List[Tuple[str, ownership.Location]], s3) -> List[MirrorTable]:
+def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership.Location,
+                 sources: List[Tuple[str, ownership.Location]], s3: "S3Client") -> List[MirrorTable]:
     """The mirror tables of `namespaces` and the data each may lose: its own location, holding its
     own metadata, apart from every source table, and not holding the warehouse. A table the
     project did not make is kept whole (not dropped) and named."""
@@ -112,7 +117,7 @@ def plan_mirrors(glue, namespaces: List[str], warehouse: ownership.Location,
     return plan
 
 
-def _mirror_entry(s3, ns: str, t: Dict, warehouse: ownership.Location,
+def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Location,
                   sources: List[Tuple[str, ownership.Location]]) -> MirrorTable:
     """One table of a mirror database: dropped or not, and the data it may lose."""
     database = ns + MIRROR_SUFFIX
@@ -141,7 +146,7 @@ def _mirror_entry(s3, ns: str, t: Dict, warehouse: ownership.Location,
     return entry
 
 
-def drop_mirrors(glue, s3, plan: List[MirrorTable]) -> List[str]:
+def drop_mirrors(glue: "GlueClient", s3: "S3Client", plan: List[MirrorTable]) -> List[str]:
     dropped = []
     for entry in (e for e in plan if e.drop):
         if entry.location:
@@ -205,7 +210,8 @@ def _warehouse(args: argparse.Namespace, params: Dict[str, str]) -> Optional[own
     return None
 
 
-def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dict[str, Dict[str, str]]) -> Plan:
+def _plan(args: argparse.Namespace, session: "boto3.session.Session", params: Dict[str, str],
+          others: Dict[str, Dict[str, str]]) -> Plan:
     plan = Plan()
     warehouse = _warehouse(args, params)
     namespaces = [n.strip() for n in (args.namespaces or params.get("SourceNamespaces", "")).split(",") if n.strip()]
@@ -230,8 +236,8 @@ def _plan(args: argparse.Namespace, session, params: Dict[str, str], others: Dic
     return plan
 
 
-def _plan_artifacts(args: argparse.Namespace, session, params: Dict[str, str], others: Dict[str, Dict[str, str]],
-                    plan: Plan, protected: list) -> None:
+def _plan_artifacts(args: argparse.Namespace, session: "boto3.session.Session", params: Dict[str, str],
+                    others: Dict[str, Dict[str, str]], plan: Plan, protected: list) -> None:
     """What of the artifacts location is the stack's to remove: never what the warehouse, a table
     or another stack's location holds."""
     if args.artifacts:
@@ -248,9 +254,11 @@ def _plan_artifacts(args: argparse.Namespace, session, params: Dict[str, str], o
             plan.removal.keep.append(key)
 
 
-def _plan_mirrors(args: argparse.Namespace, glue, s3, namespaces: List[str], warehouse: Optional[ownership.Location],
-                  sources: list, others: Dict[str, Dict[str, str]], plan: Plan) -> None:
+def _plan_mirrors(args: argparse.Namespace, glue: "GlueClient", s3: "S3Client", namespaces: List[str],
+                  warehouse: Optional[ownership.Location], sources: list, others: Dict[str, Dict[str, str]],
+                  plan: Plan) -> None:
     """The mirror namespaces to drop: not those another stack mirrors too, unless named."""
+    assert warehouse is not None  # _plan refuses --remove-mirrors without one
     if not namespaces:
         raise awsenv.SetupError("--remove-mirrors: the namespaces are unknown; pass --namespaces")
     shared = {ns: [name for name, p in others.items() if ns in p.get("SourceNamespaces", "").split(",")]
@@ -300,7 +308,7 @@ def _destroy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _remove(args: argparse.Namespace, session, plan: Plan) -> None:
+def _remove(args: argparse.Namespace, session: "boto3.session.Session", plan: Plan) -> None:
     """Carry out the plan's removals (the stack is gone by now)."""
     s3 = session.client("s3")
     if plan.artifacts and plan.removal:
@@ -322,7 +330,7 @@ def _remove(args: argparse.Namespace, session, plan: Plan) -> None:
         session.client("secretsmanager").delete_secret(SecretId=plan.secret, RecoveryWindowInDays=7)
         print(f"==> secret {plan.secret} scheduled for deletion in 7 days")
     if plan.bucket:
-        from enable_bucket_events import disable
+        from infra.enable_bucket_events import disable
 
         disable(s3, plan.bucket)
         print(f"==> s3://{plan.bucket}: EventBridge notifications turned off")

@@ -3,34 +3,39 @@ notification already set. A stack cannot change a bucket it does not own, so thi
 step per bucket; without it no sync starts a mirror run (the periodic schedule still does).
 `infra/destroy.py --disable-bucket-events` turns it off again.
 
-    python infra/enable_bucket_events.py BUCKET [--region R] [--disable]
+    python -m infra.enable_bucket_events BUCKET [--region R] [--disable]
     make bucket-events BUCKET=my-olake-bucket        (the same, from the deploy environment)
 
 Exit codes: 0 done (or already so), 2 an AWS error (one line says what to fix).
 """
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any, Dict, Optional, Sequence
 
-import awsenv
+from infra import awsenv
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_s3 import S3Client
 
 
-def enable(s3, bucket: str) -> bool:
+
+def enable(s3: "S3Client", bucket: str) -> bool:
     """Returns True if it changed anything."""
-    config = s3.get_bucket_notification_configuration(Bucket=bucket)
+    config: Dict[str, Any] = dict(s3.get_bucket_notification_configuration(Bucket=bucket))
     config.pop("ResponseMetadata", None)
     if "EventBridgeConfiguration" in config:
         return False
     config["EventBridgeConfiguration"] = {}
-    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=config)
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=config)  # type: ignore[arg-type]
     return True
 
 
-def disable(s3, bucket: str) -> bool:
-    config = s3.get_bucket_notification_configuration(Bucket=bucket)
+def disable(s3: "S3Client", bucket: str) -> bool:
+    config: Dict[str, Any] = dict(s3.get_bucket_notification_configuration(Bucket=bucket))
     config.pop("ResponseMetadata", None)
     was_on = config.pop("EventBridgeConfiguration", None) is not None
     # Written even when it looks off already: the rest of the configuration is kept as it is.
-    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=config)
+    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration=config)  # type: ignore[arg-type]
     return was_on
 
 
@@ -43,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
 
     def apply() -> int:

@@ -8,7 +8,11 @@ OLake's tables or write mirrors: make deploy says so in one line, with the grant
 
 A deployer without the rights to read these is told that it could not check, never refused.
 """
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_glue import GlueClient
+
 
 IAM_ONLY = "IAM_ALLOWED_PRINCIPALS"
 
@@ -55,7 +59,7 @@ def grants_needed(stack: str, namespaces: Sequence[str], bucket: str, prefix: st
             "(README, Lake Formation), and deploy with EXTRA_PARAMS=\"LakeFormation=true\"")
 
 
-def check(lf, glue, stack: str, namespaces: Sequence[str], bucket: str, prefix: str,
+def check(lf: Any, glue: "GlueClient", stack: str, namespaces: Sequence[str], bucket: str, prefix: str,
           catalog_id: Optional[str] = None) -> str:
     """One line for make deploy: '' when Lake Formation does not govern the lake."""
     ids = {"CatalogId": catalog_id} if catalog_id else {}
@@ -80,7 +84,7 @@ def check(lf, glue, stack: str, namespaces: Sequence[str], bucket: str, prefix: 
                                                                                         prefix)
 
 
-def _pages(lf):
+def _pages(lf: Any) -> Iterator[List[Dict[str, Any]]]:
     token = None
     while True:
         page = lf.list_resources(**({"NextToken": token} if token else {}))

@@ -10,9 +10,14 @@ the warehouse or a table, or holds Iceberg metadata: what it keeps, it names.
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
-import awsenv
+from infra import awsenv
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_glue import GlueClient
+    from mypy_boto3_s3 import S3Client
+
 
 MARKER = ".olake-cow-stack.json"
 OWN_FOLDERS = ("code/", "summaries/", "logs/")  # what the stack writes (IAM lets the job write only there)
@@ -24,7 +29,7 @@ def marker_key(prefix: str) -> str:
     return f"{prefix}/{MARKER}" if prefix else MARKER
 
 
-def read_marker(s3, bucket: str, prefix: str) -> Optional[Dict[str, str]]:
+def read_marker(s3: "S3Client", bucket: str, prefix: str) -> Optional[Dict[str, str]]:
     try:
         body = s3.get_object(Bucket=bucket, Key=marker_key(prefix))["Body"].read()
     except Exception as exc:
@@ -38,7 +43,7 @@ def read_marker(s3, bucket: str, prefix: str) -> Optional[Dict[str, str]]:
     return found if isinstance(found, dict) else {"stack": "?"}
 
 
-def keys_under(s3, bucket: str, prefix: str) -> List[str]:
+def keys_under(s3: "S3Client", bucket: str, prefix: str) -> List[str]:
     keys: List[str] = []
     folder = prefix + "/" if prefix else ""
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder):
@@ -64,7 +69,7 @@ def check_apart(artifacts: Location, protected: Iterable[Tuple[str, Location]]) 
                 "olake-cow/<stack>) or ARTIFACTS_BUCKET to a location of its own")
 
 
-def claim(s3, artifacts: Location, stack: str, region: str) -> str:
+def claim(s3: "S3Client", artifacts: Location, stack: str, region: str) -> str:
     """Write (or confirm) the marker naming `stack`; SetupError if the location is another's."""
     bucket, prefix = artifacts
     found = read_marker(s3, bucket, prefix)
@@ -93,7 +98,7 @@ class Removal:
     keep: List[str] = field(default_factory=list)
 
 
-def plan_removal(s3, artifacts: Location, stack: str, protected: Iterable[Tuple[str, Location]]) -> Removal:
+def plan_removal(s3: "S3Client", artifacts: Location, stack: str, protected: Iterable[Tuple[str, Location]]) -> Removal:
     """The stack's own objects under `artifacts`; SetupError (nothing removed) unless the location
     is provably the stack's: apart from OLake's data, marked with its name, holding no table metadata."""
     check_apart(artifacts, protected)
@@ -120,15 +125,16 @@ def plan_removal(s3, artifacts: Location, stack: str, protected: Iterable[Tuple[
     return out
 
 
-def delete_keys(s3, bucket: str, keys: List[str]) -> int:
+def delete_keys(s3: "S3Client", bucket: str, keys: List[str]) -> int:
     for i in range(0, len(keys), 1000):
         s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
     return len(keys)
 
 
-def table_locations(glue, namespaces: Iterable[str], catalog_id: Optional[str] = None) -> List[Tuple[str, Location]]:
+def table_locations(glue: "GlueClient", namespaces: Iterable[str],
+                    catalog_id: Optional[str] = None) -> List[Tuple[str, Location]]:
     """("table ns.t", (bucket, prefix)) of every S3 table of the Glue databases (missing ones skipped)."""
-    ids = {"CatalogId": catalog_id} if catalog_id else {}
+    ids: Dict[str, Any] = {"CatalogId": catalog_id} if catalog_id else {}
     found: List[Tuple[str, Location]] = []
     for ns in namespaces:
         try:

@@ -3,7 +3,7 @@
 under a running job. With --upload, copies both to <uri>/<version>/. Prints the version (the
 folder name under code/); `make deploy` passes it to the stack as CodeVersion.
 
-    python infra/package_job.py [--out build/job] [--upload s3://bucket/prefix/code] [--region R]
+    python -m infra.package_job [--out build/job] [--upload s3://bucket/prefix/code] [--region R]
 
 Exit codes: 0 packaged (and uploaded), 2 a bad --upload URI or an AWS error (one line says what).
 """
@@ -13,8 +13,13 @@ import os
 import shutil
 import sys
 import zipfile
+from typing import TYPE_CHECKING, Optional, Sequence
 
-import awsenv
+from infra import awsenv
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_s3 import S3Client
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(ROOT, "emr_job", "olake_cow")
@@ -48,7 +53,7 @@ def build(out: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def upload(out: str, target: str, version: str, s3) -> str:
+def upload(out: str, target: str, version: str, s3: "S3Client") -> str:
     bucket, prefix = awsenv.uris.split_s3(target.rstrip("/"))
     base = f"{prefix}/{version}" if prefix else version
     for name in ("main.py", "olake_cow.zip"):
@@ -65,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     if args.upload and (not args.upload.startswith("s3://") or not args.upload[len("s3://"):].strip("/")):
         print(f"package_job: --upload must be s3://bucket[/prefix], got {args.upload!r}", file=sys.stderr)

@@ -8,27 +8,26 @@ table of the namespaces and their mirrors; EXTRA_PARAMS meet template.yaml's con
 artifacts location is claimed for the stack (infra/ownership.py): never one another stack claimed.
 infra/deploy.sh runs it; each problem is one line.
 
-    python infra/preflight.py --stack S --warehouse-bucket B [--warehouse-prefix P] [--artifacts-bucket B]
+    python -m infra.preflight --stack S --warehouse-bucket B [--warehouse-prefix P] [--artifacts-bucket B]
                               [--artifacts-prefix P] --secret-arn ARN --namespaces a,b [--region R]
                               [--extra-params "K=V ..."] [--params-out FILE]
 
 Exit codes: 0 all good, 2 a problem (one line says what to fix).
 """
 import argparse
-import os
 import re
 import sys
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
-import awsenv
-import lakeformation
-import ownership
-import stack_params
-
+from infra import awsenv, lakeformation, ownership, stack_params
 from olake_cow.core.config import DestinationConfig, parse_destination
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_glue import GlueClient
+    from mypy_boto3_s3 import S3Client
+
 
 
 def secret_region(arn: str) -> str:
@@ -39,7 +38,7 @@ def secret_region(arn: str) -> str:
     return parts[3]
 
 
-def read_config(sm, arn: str) -> DestinationConfig:
+def read_config(sm: Any, arn: str) -> DestinationConfig:
     from botocore.exceptions import ClientError
 
     try:
@@ -85,7 +84,7 @@ def _namespaces(text: str, cfg: DestinationConfig) -> List[str]:
     return namespaces
 
 
-def _buckets_exist(s3, buckets: List[Tuple[str, str]]) -> None:
+def _buckets_exist(s3: "S3Client", buckets: List[Tuple[str, str]]) -> None:
     for what, bucket in buckets:
         try:
             s3.head_bucket(Bucket=bucket)
@@ -96,7 +95,7 @@ def _buckets_exist(s3, buckets: List[Tuple[str, str]]) -> None:
             raise
 
 
-def _secret_config(args: argparse.Namespace, sm, extra: Dict[str, str]) -> DestinationConfig:
+def _secret_config(args: argparse.Namespace, sm: Any, extra: Dict[str, str]) -> DestinationConfig:
     """The secret's config, read in the stack's region and checked against the stack."""
     region = sm.meta.region_name
     if secret_region(args.secret_arn) != region:
@@ -109,7 +108,8 @@ def _secret_config(args: argparse.Namespace, sm, extra: Dict[str, str]) -> Desti
     return cfg
 
 
-def check(args: argparse.Namespace, sm, s3=None, glue=None) -> List[str]:
+def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
+          glue: Optional["GlueClient"] = None) -> List[str]:
     """The checks; returns what was checked (for the log). SetupError on the first problem.
     Without `s3`/`glue` (tests of the pure part) the bucket and table checks are left out."""
     stack = awsenv.stack_name(args.stack)
@@ -199,7 +199,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
 
     def run() -> int:

@@ -3,20 +3,18 @@ after checking it with the mirror job's own config rules, so a bad config is ref
 by every run. Prints the secret's ARN (never its content): pass it to `make deploy` as SECRET_ARN.
 Run again to update the secret in place.
 
-    python infra/put_destination_secret.py --file destination.json [--name olake/destination] [--region R]
+    python -m infra.put_destination_secret --file destination.json [--name olake/destination] [--region R]
     make secret FILE=destination.json                 (the same, from the deploy environment)
 
 Exit codes: 0 stored, 2 bad config, unreadable file, or an AWS error (one line says what to fix).
 """
 import argparse
 import json
-import os
 import re
 import sys
+from typing import Any, Optional, Sequence
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emr_job"))
-import awsenv
-
+from infra import awsenv
 from olake_cow.core.config import decode_text, parse_destination
 from olake_cow.core.errors import ConfigError
 
@@ -37,7 +35,7 @@ def check_name(name: str, region: str) -> None:
         raise awsenv.SetupError(f"NAME {name!r} is not a secret name: letters, digits and /_+=.@- (at most 512)")
 
 
-def put(sm, name: str, text: str) -> str:
+def put(sm: Any, name: str, text: str) -> str:
     cfg = parse_destination(text)  # raises ConfigError naming the bad key
     check_name(name, sm.meta.region_name)
     body = json.dumps(json.loads(text))
@@ -69,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
         with open(args.file, "rb") as f:

@@ -2,7 +2,7 @@
 the EMR Serverless run to end, and prints its per-table summary. Without --force the trigger first
 checks the catalog and starts nothing when no table has new commits (status "skipped").
 
-    python infra/run_now.py --namespace sales [--stack olake-cow] [--tables a,b] [--force] [--verify]
+    python -m infra.run_now --namespace sales [--stack olake-cow] [--tables a,b] [--force] [--verify]
                             [--dry-run] [--no-wait] [--region R]
     make run-now NAMESPACE=sales [RUN_ARGS="--force"]     (the same, from the deploy environment)
 
@@ -13,19 +13,25 @@ import argparse
 import json
 import sys
 import time
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-import awsenv
+from infra import awsenv
+
+if TYPE_CHECKING:  # typed clients (development stubs only)
+    from mypy_boto3_emr_serverless import EMRServerlessClient
+    from mypy_boto3_s3 import S3Client
+
 
 FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 
 
-def stack_outputs(cfn, stack: str) -> dict:
+def stack_outputs(cfn: Any, stack: str) -> dict:
     found = awsenv.describe_stack(cfn, stack, "; or deploy it first (make deploy)")
     return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
 
 
-def wait_and_report(emr, s3, application_id: str, job_run_id: str, summary_uri: str, poll_s: float = 15.0,
-                    echo=print) -> int:
+def wait_and_report(emr: "EMRServerlessClient", s3: "S3Client", application_id: str, job_run_id: str,
+                    summary_uri: str, poll_s: float = 15.0, echo: Callable[..., None] = print) -> int:
     last = None
     while True:
         state = emr.get_job_run(applicationId=application_id, jobRunId=job_run_id)["jobRun"]["state"]
@@ -76,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     return awsenv.run("run_now", lambda: _run(args))
 

@@ -3,7 +3,7 @@ template.yaml's own constraints (the parameter exists, Type, AllowedValues, Allo
 MinValue/MaxValue) before anything is uploaded. A value may hold spaces and JSON: a new pair
 starts only where a known parameter name is followed by '='.
 
-    python infra/stack_params.py 'MirrorFormat=dv ScheduleMaintenance={"compact_files": true}'
+    python -m infra.stack_params 'MirrorFormat=dv ScheduleMaintenance={"compact_files": true}'
 
 Exit codes: 0 valid (prints one Key=Value a line), 2 a bad parameter (one line says which and why).
 """
@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional
 
-import awsenv
+from infra import awsenv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(ROOT, "template.yaml")
@@ -111,7 +111,6 @@ def _check_maintenance(value: str) -> None:
     """The periodic runs' maintenance, with the trigger's own rules (a value every run would fail on)."""
     import json
 
-    sys.path.insert(0, os.path.join(ROOT, "emr_job"))
     from olake_cow.core.errors import OlakeCowError
     from olake_cow.core.maintenance import options_from_payload
 

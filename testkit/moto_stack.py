@@ -7,7 +7,7 @@ and Lambda and EMR running code (the trigger's handler runs in this process with
 the template gives it; a started run is finished the way the job finishes one: a summary, a log,
 the mirror table in Glue, and the end event).
 
-Used by `make try-local` (scripts/try_local.py) and tests/deploy/test_two_stacks.py."""
+Used by `make try-local` (tools/try_local.py) and tests/deploy/test_two_stacks.py."""
 import contextlib
 import copy
 import gzip
@@ -15,18 +15,16 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import boto3
 
+from infra.stack_params import load_template
 from olake_cow.core.uris import split_s3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "infra"))
-from stack_params import load_template  # noqa: E402
 
 ACCOUNT = "123456789012"
 FIXTURES = os.path.join(ROOT, "tests", "trigger", "fixtures")

@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Optional
 
-REST_FIXTURE_DIR = "rest-fixture"  # scripts/jars.py --rest-fixture
+REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
 
 def free_port() -> int:
@@ -130,7 +130,7 @@ class ReferenceServer(_Server):
         if shutil.which("java") is None:
             return "java not found"
         if not os.path.exists(os.path.join(fixture_classpath(), ".installed")):
-            return "the REST reference server's jars are missing (make test: scripts/jars.py --rest-fixture)"
+            return "the REST reference server's jars are missing (make test: tools/jars.py --rest-fixture)"
         return ""
 
     def start(self) -> "ReferenceServer":

@@ -2,13 +2,12 @@
 and what the stack hands the trigger Lambda at the template's defaults."""
 import json
 import os
-import sys
 from typing import Any, Dict, List
+
+from infra.stack_params import load_template  # noqa: F401 - the one reader of template.yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATE = os.path.join(ROOT, "template.yaml")
-sys.path.insert(0, os.path.join(ROOT, "infra"))
-from stack_params import load_template  # noqa: E402,F401 - the one reader of template.yaml
 
 
 def default_trigger_env(template: Dict[str, Any]) -> Dict[str, str]:

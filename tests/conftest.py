@@ -15,6 +15,7 @@ def tmp_root():
 def aws(monkeypatch):
     """A fresh moto account with the trigger's resources (testkit.aws.Account)."""
     from moto import mock_aws
+
     from testkit.aws import REGION, Account
 
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",

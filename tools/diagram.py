@@ -1,6 +1,6 @@
 """Draws docs/architecture.png (the README's and docs/ARCHITECTURE.md's diagram) with matplotlib.
 
-    .venv/bin/python scripts/diagram.py [--out docs/architecture.png]
+    .venv/bin/python tools/diagram.py [--out docs/architecture.png]
 """
 import argparse
 import os

@@ -1,7 +1,7 @@
 """Fetches the Iceberg jars a local run needs, by their Maven coordinates, pinned with checksums.
 
-    python scripts/jars.py DEST [--spark 3|4]      (make setup runs it with DEST=.venv/jars)
-    python scripts/jars.py DEST --rest-fixture     (make test: the REST reference server, DEST/rest-fixture)
+    python tools/jars.py DEST [--spark 3|4]      (make setup runs it with DEST=.venv/jars)
+    python tools/jars.py DEST --rest-fixture     (make test: the REST reference server, DEST/rest-fixture)
 
 On EMR the release ships Iceberg; locally, every path (make demo, the tests, the bench, the class
 archive's training run) reads the jars from DEST. They are resolved with the Ivy that pyspark
@@ -60,7 +60,7 @@ STACKS: Dict[str, Tuple[Jar, ...]] = {
 # apache/iceberg-rest-fixture image) is published as iceberg-open-api's `test-fixtures` jar, with the
 # servlet and adapter in iceberg-core's `tests` jar; the runtime jar the image bundles is not on
 # Maven Central, so the server runs from these modules and their dependencies, resolved with Ivy and
-# checked against scripts/rest-fixture.sha256 (every jar of the class path).
+# checked against tools/rest-fixture.sha256 (every jar of the class path).
 REST_FIXTURE_VERSION = "1.10.1"
 REST_FIXTURE_DIR = "rest-fixture"
 REST_FIXTURE_LOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rest-fixture.sha256")

@@ -10,8 +10,8 @@ the mirror holds, computed independently by the writer's model (testkit/model.py
 Spark, pyiceberg (which refuses equality deletes), DuckDB and iceberg-rust. Prints the figures and
 writes them as JSON. Exit 0 only with 0 mismatches and 0 failed runs.
 
-    .venv/bin/python scripts/soak.py --seed 20261121   # what CI runs: all four variants (minutes each)
-    .venv/bin/python scripts/soak.py --kills 26 --concurrent 10 --out docs/soak.json   # all four variants
+    .venv/bin/python tools/soak.py --seed 20261121   # what CI runs: all four variants (minutes each)
+    .venv/bin/python tools/soak.py --kills 26 --concurrent 10 --out docs/soak.json   # all four variants
 """
 import argparse
 import json
@@ -27,11 +27,6 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
-
-from testkit import pg  # noqa: E402
-from testkit.local import fresh_state, local_session, mirror_problems, write_destination, writer_session  # noqa: E402
-from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 from olake_cow.core.checkpoint import find_checkpoint  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
@@ -39,6 +34,9 @@ from olake_cow.core.modes import SourceMode  # noqa: E402
 from olake_cow.core.planner import plan_next  # noqa: E402
 from olake_cow.core.steps import Advance, Done, Merge, Publish, Truncate  # noqa: E402
 from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
+from testkit import pg  # noqa: E402
+from testkit.local import fresh_state, local_session, mirror_problems, write_destination, writer_session  # noqa: E402
+from testkit.olake_writer import OlakeWriter  # noqa: E402
 
 MAINTENANCE = ["--expire-source-older-than", "0", "--expire-mirror-older-than", "0", "--compact-files",
                "--rewrite-manifests"]
@@ -412,7 +410,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             results[f"{mode.value}:{fmt}"] = Soak(args, work, server, mode, fmt).run()
     finally:
         server.stop()
-    command = "scripts/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "tools/soak.py " + " ".join(argv if argv is not None else sys.argv[1:])
     for figures in results.values():
         print(report(figures))
     if args.out:

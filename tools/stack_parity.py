@@ -1,8 +1,8 @@
 """A newer Spark or Iceberg must not change what a mirror holds: one deterministic scenario, run on
 each stack, and the mirrors it leaves compared.
 
-    python scripts/stack_parity.py --out FILE            (run in .venv, then in .venv-spark4)
-    python scripts/stack_parity.py --compare A B         (exit 1 and the differences if they differ)
+    python tools/stack_parity.py --out FILE            (run in .venv, then in .venv-spark4)
+    python tools/stack_parity.py --compare A B         (exit 1 and the differences if they differ)
     make stack-parity                                    (both runs and the comparison)
 
 The scenario: every source mode x mirror format, on tables in OLake's three delete modes, one
@@ -22,7 +22,6 @@ import tempfile
 from typing import Any, Dict, List
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
 
 CATALOG = "parity"
 VARIANTS = [(m, f) for m in ("readonly", "truncate") for f in ("cow", "dv")]
@@ -84,10 +83,10 @@ def describe(tables, ns: str, name: str) -> Dict[str, Any]:
 
 def run(out: str) -> int:
     from pyspark import __version__ as spark_version
-    from testkit.local import hadoop_destination, local_session, write_destination, writer_session
-    from testkit.olake_writer import OlakeWriter
 
     from olake_cow.spark.catalog import IcebergCatalog
+    from testkit.local import hadoop_destination, local_session, write_destination, writer_session
+    from testkit.olake_writer import OlakeWriter
 
     work = tempfile.mkdtemp(prefix="olake-cow-parity-")
     try:

@@ -2,7 +2,7 @@
 server on this machine (testkit/moto_stack.py says what is stood in for). Prints each step and what
 it left, and checks at the end that OLake's objects are exactly as they were.
 
-    python scripts/try_local.py [--stack olake-cow-local] [--keep-server]
+    python tools/try_local.py [--stack olake-cow-local] [--keep-server]
 
 Exit codes: 0 every step did what the README says, 1 a step did not (printed)."""
 import argparse
@@ -14,7 +14,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 from testkit.moto_stack import MotoStacks  # noqa: E402
 
 REGION = "eu-west-1"

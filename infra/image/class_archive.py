@@ -9,7 +9,7 @@ table, equality deletes and deletion vectors in the source) in one JVM started w
 classes instead. An archive only fits the Java build and class path it was trained with; any
 other JVM warns and runs without it.
 
-    .venv/bin/python scripts/class_archive.py /tmp/driver.jsa
+    .venv/bin/python infra/image/class_archive.py /tmp/driver.jsa
 """
 import argparse
 import os
@@ -18,10 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PID = "driver-jvm-pid="  # how the training run tells which JVM writes the archive
 WAIT_S = 300  # the JVM writes the archive when it exits: about 20-40 s
@@ -29,18 +28,17 @@ WAIT_S = 300  # the JVM writes the archive when it exits: about 20-40 s
 
 def _workload(work: str) -> None:
     """The training run's work, in this process's one JVM."""
+    from olake_cow.cli import main as job
     from testkit.local import hadoop_destination, local_session, write_destination, writer_session
     from testkit.olake_writer import OlakeWriter
-
-    from olake_cow.cli import main as job
 
     dest = hadoop_destination("file:" + os.path.join(work, "warehouse"), "olake_iceberg")
     path = write_destination(os.path.join(work, "destination.json"), dest)
     root, cfg = local_session(dest)
     writer = OlakeWriter(writer_session(root, cfg), "olake_iceberg", "train")
     cols = [("v", "int"), ("status", "string"), ("created", "timestamp")]
-    tables = {"orders": dict(), "orders_dv": dict(delete_mode="dv"),
-              "orders_part": dict(partition_by=["bucket(4, _olake_id)"])}
+    tables: Dict[str, Dict[str, Any]] = {"orders": {}, "orders_dv": {"delete_mode": "dv"},
+                                         "orders_part": {"partition_by": ["bucket(4, _olake_id)"]}}
     for table, kw in tables.items():
         writer.create_table(table, cols, **kw)
         writer.backfill(table, [{"_olake_id": str(i), "v": i, "status": "new", "created": writer.tick()}

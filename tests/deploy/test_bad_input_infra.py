@@ -6,10 +6,10 @@ import json
 import os
 
 import pytest
-from testkit.docs import bad_input_cases
-from testkit.moto_stack import MotoStacks
 
 from conftest import DEPLOY_VENV, REGION
+from testkit.docs import bad_input_cases
+from testkit.moto_stack import MotoStacks
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(os.path.join(DEPLOY_VENV, ".installed")),

@@ -9,22 +9,23 @@ bucket-events`, `make deploy`, `make run-now` and `make destroy` need) checked t
     managed bucket), listed below."""
 import json
 import os
-import sys
 
 import boto3
 import botocore.client
 import pytest
 from moto import mock_aws
 
+from infra import (
+    destroy,
+    enable_bucket_events,
+    lakeformation,
+    ownership,
+    package_job,
+    preflight,
+    put_destination_secret,
+)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "infra"))
-import destroy  # noqa: E402
-import enable_bucket_events  # noqa: E402
-import lakeformation  # noqa: E402
-import ownership  # noqa: E402
-import package_job  # noqa: E402
-import preflight  # noqa: E402
-import put_destination_secret  # noqa: E402
 
 pytestmark = pytest.mark.aws
 POLICY = os.path.join(ROOT, "infra", "deployer-policy.json")

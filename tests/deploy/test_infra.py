@@ -4,19 +4,15 @@ import glob
 import json
 import os
 import re
-import sys
 import zipfile
 
 import boto3
 import pytest
 from moto import mock_aws
 
+from infra import enable_bucket_events, package_job, put_destination_secret, run_now
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "infra"))
-import enable_bucket_events  # noqa: E402
-import package_job  # noqa: E402
-import put_destination_secret  # noqa: E402
-import run_now  # noqa: E402
 
 pytestmark = pytest.mark.aws
 
@@ -63,7 +59,7 @@ def test_destination_secret_is_validated_then_stored_and_updated(aws_env):
 
 
 def test_make_secret_takes_a_name_or_the_arn_of_an_existing_secret_and_names_what_it_cannot_take(aws_env):
-    import awsenv
+    from infra import awsenv
 
     sm = boto3.client("secretsmanager")
     body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}})
@@ -84,8 +80,7 @@ def test_make_secret_takes_a_name_or_the_arn_of_an_existing_secret_and_names_wha
 
 
 def test_the_deploy_preflight_names_a_secret_scheduled_for_deletion(aws_env):
-    import awsenv
-    import preflight
+    from infra import awsenv, preflight
 
     sm = boto3.client("secretsmanager")
     body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/wh"}})
@@ -131,7 +126,7 @@ def test_run_now_waits_and_prints_the_summary(aws_env):
 
 
 def test_destroy_removes_only_its_own_stacks_debounce_schedules(aws_env):
-    import destroy
+    from infra import destroy
 
     scheduler = boto3.client("scheduler")
     target = {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:f", "RoleArn": "arn:aws:iam::123456789012:role/r"}
@@ -164,7 +159,7 @@ REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url
      "warehouse 123:s3 (a REST warehouse name; its files in s3://lake/warehouse)"),
 ])
 def test_the_deploy_preflight_accepts_the_rest_secrets_of_each_kind(aws_env, writer, extra, checked):
-    import preflight
+    from infra import preflight
 
     sm = boto3.client("secretsmanager", region_name="us-east-1")
     arn = sm.create_secret(Name="olake/rest", SecretString=json.dumps({"type": "ICEBERG", "writer": writer}))["ARN"]
@@ -177,8 +172,7 @@ def test_the_deploy_preflight_accepts_the_rest_secrets_of_each_kind(aws_env, wri
 
 
 def test_the_deploy_preflight_refuses_a_rest_secret_outside_aws_without_a_vpc(aws_env):
-    import awsenv
-    import preflight
+    from infra import awsenv, preflight
 
     sm = boto3.client("secretsmanager", region_name="us-east-1")
     body = {"type": "ICEBERG", "writer": {**REST_WRITER, "iceberg_s3_path": "lake_warehouse"}}
@@ -198,7 +192,7 @@ def test_the_deploy_preflight_refuses_a_rest_secret_outside_aws_without_a_vpc(aw
 def test_run_now_says_a_refusal_in_one_line_on_stderr_naming_the_stack(monkeypatch, capsys, answer, error, code):
     import io
 
-    import awsenv
+    from infra import awsenv
 
     class Session:
         def client(self, name):
@@ -219,7 +213,7 @@ def test_run_now_says_a_refusal_in_one_line_on_stderr_naming_the_stack(monkeypat
 
 
 def test_lake_formation_governance_is_seen_and_the_grants_named_in_one_line(aws_env):
-    import lakeformation
+    from infra import lakeformation
 
     lf, glue = boto3.client("lakeformation"), boto3.client("glue")
     glue.create_database(DatabaseInput={"Name": "sales"})
@@ -242,7 +236,7 @@ def test_lake_formation_governance_is_seen_and_the_grants_named_in_one_line(aws_
 
 
 def test_lake_formation_signs_on_literal_settings():
-    import lakeformation
+    from infra import lakeformation
 
     iam = {"CreateTableDefaultPermissions": [{"Principal": {"DataLakePrincipalIdentifier": "IAM_ALLOWED_PRINCIPALS"},
                                               "Permissions": ["ALL"]}]}
@@ -253,7 +247,7 @@ def test_lake_formation_signs_on_literal_settings():
 
 
 def test_a_deployer_who_cannot_read_lake_formation_is_told_not_refused():
-    import lakeformation
+    from infra import lakeformation
 
     class Denied:
         def get_data_lake_settings(self, **kw):

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+
 from testkit.template import load_template
 
 pytestmark = pytest.mark.deploy
@@ -165,9 +166,8 @@ def test_sam_build_package_imports_its_handler_and_handles_an_event(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     package = build / "TriggerFunction"
-    script = textwrap.dedent(f"""
-        import json, sys
-        sys.path[:0] = [{str(package)!r}, {ROOT!r}]
+    script = textwrap.dedent("""
+        import json
         from moto import mock_aws
         from testkit.aws import Account
 
@@ -185,9 +185,11 @@ def test_sam_build_package_imports_its_handler_and_handles_an_event(tmp_path):
             account = Account(Patch())
             result = account.invoke(account.commit_event("sales", "orders"))
             import olake_trigger, olake_cow, aws_lambda_powertools
-            print("RESULT " + json.dumps({{"result": result, "runs": len(account.job_runs()),
-                  "files": [olake_trigger.__file__, olake_cow.__file__, aws_lambda_powertools.__file__]}}))
+            print("RESULT " + json.dumps({"result": result, "runs": len(account.job_runs()),
+                  "files": [olake_trigger.__file__, olake_cow.__file__, aws_lambda_powertools.__file__]}))
     """)
+    # The built package first, as Lambda puts it (then the repository, for the test kit).
+    env["PYTHONPATH"] = os.pathsep.join([str(package), ROOT])
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")][-1]

@@ -7,9 +7,9 @@ import os
 import re
 
 import pytest
-from testkit.moto_stack import MotoStacks
 
 from conftest import DEPLOY_VENV, REGION
+from testkit.moto_stack import MotoStacks
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow,
               pytest.mark.skipif(not os.path.exists(os.path.join(DEPLOY_VENV, ".installed")),

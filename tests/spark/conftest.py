@@ -14,14 +14,14 @@ import uuid
 from typing import Dict, Optional
 
 import pytest
-from testkit import pg
-from testkit.local import fresh_state, local_session, mirror_problems, read_rows, write_destination, writer_session
-from testkit.olake_writer import OlakeWriter
 
 from olake_cow.cli import main as job_main
 from olake_cow.core.identifiers import qualified
 from olake_cow.spark.catalog import IcebergCatalog
 from olake_cow.spark.session import local_aws_jars, local_iceberg_jar
+from testkit import pg
+from testkit.local import fresh_state, local_session, mirror_problems, read_rows, write_destination, writer_session
+from testkit.olake_writer import OlakeWriter
 
 _ns = itertools.count(1)
 HADOOP, JDBC = "hcat", "pgcat"
@@ -63,7 +63,7 @@ def spark(destinations):
     metastore on Derby, which has no lock support)."""
     aws = local_aws_jars()
     if not aws and os.environ.get("CI"):
-        pytest.fail("the AWS SDK jars are required in CI: make setup fetches iceberg-aws-bundle (scripts/jars.py)")
+        pytest.fail("the AWS SDK jars are required in CI: make setup fetches iceberg-aws-bundle (tools/jars.py)")
     classpath = os.pathsep.join([pg.JDBC_JAR] + aws)
     root, _ = local_session(destinations["hadoop"], {
         "spark.jars": ",".join([local_iceberg_jar(), pg.JDBC_JAR]), "spark.driver.extraClassPath": classpath,

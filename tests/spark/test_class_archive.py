@@ -1,4 +1,4 @@
-"""A driver class archive (scripts/class_archive.py, core/jvm.py) speeds a run up and changes
+"""A driver class archive (infra/image/class_archive.py, core/jvm.py) speeds a run up and changes
 nothing it writes; an archive that does not fit the JVM is ignored, not fatal."""
 import os
 import shutil
@@ -29,8 +29,7 @@ def _commit(lake: Lake, key: int) -> None:
 
 
 def test_a_run_with_a_trained_or_a_foreign_class_archive_mirrors_the_same(spark, destinations, tmp_root, tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    from class_archive import train
+    from infra.image.class_archive import train
 
     archive, foreign = str(tmp_path / "driver.jsa"), str(tmp_path / "foreign.jsa")
     train(archive)
@@ -62,8 +61,7 @@ def test_a_run_with_a_trained_or_a_foreign_class_archive_mirrors_the_same(spark,
 def _executor_stderr(run) -> str:
     """What the executors of a local cluster started by `run()` wrote to stderr (their command line
     first); their folders under Spark's home are removed after."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    from bench_cold import spark_work
+    from bench.cold import spark_work
 
     work = spark_work()
     before = set(os.listdir(work)) if os.path.isdir(work) else set()

@@ -8,6 +8,7 @@ import os
 import time
 
 import pytest
+
 from testkit.template import default_trigger_env, load_template, periodic_input
 
 pytestmark = [pytest.mark.spark]

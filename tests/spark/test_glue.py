@@ -1,12 +1,12 @@
 """AWS Glue + S3, the catalog most OLake users deploy, on a moto server: Iceberg's own GlueCatalog and
-S3FileIO (the AWS SDK v2 of iceberg-aws-bundle, scripts/jars.py), no Hadoop S3 file system at all, so any
+S3FileIO (the AWS SDK v2 of iceberg-aws-bundle, tools/jars.py), no Hadoop S3 file system at all, so any
 read that bypassed Iceberg's FileIO would fail here ("No FileSystem for scheme s3"). The mirrors are
 read back from S3 by Spark, pyiceberg, DuckDB (httpfs) and iceberg-rust."""
 import pytest
-from testkit.servers import MotoServer
 from tests.spark.catalog_scenarios import build_update_delete_verify, recreated_source
 
 from olake_cow.spark.session import local_aws_jars
+from testkit.servers import MotoServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]

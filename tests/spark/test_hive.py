@@ -1,8 +1,9 @@
 """A Hive metastore catalog: a real metastore (Thrift) started from the jars pyspark ships, on Derby;
 the job's main scenarios run on it in both mirror formats."""
 import pytest
-from testkit import hive
 from tests.spark.catalog_scenarios import build_update_delete_verify, recreated_source
+
+from testkit import hive
 
 pytestmark = [pytest.mark.spark]
 

@@ -1,11 +1,11 @@
 """Failures injected at each step of a cycle, then a rerun: the mirror must end up right, in every
 source mode and mirror format. SIGKILLs of the real command line at random moments, and runs while
-OLake keeps committing, are the soak's (scripts/soak.py, which CI runs)."""
+OLake keeps committing, are the soak's (tools/soak.py, which CI runs)."""
 
 import pytest
 
 from olake_cow.core.audit import ChangeCounts
-from olake_cow.spark import boundary, catalog, merge, mirror_table
+from olake_cow.spark import boundary, catalog, merge, mirror_table, writes
 
 pytestmark = [pytest.mark.spark]
 
@@ -136,7 +136,7 @@ def test_a_crash_after_the_publish_commit_on_each_catalog(catalog_lake, monkeypa
 @pytest.mark.parametrize("spec", [None, "bucket(2, _olake_id)"], ids=["small", "partitioned"])
 def test_a_whole_rewrite_fails_if_the_mirror_changed_since_it_read(lake, monkeypatch, spec):
     """A cow mirror rewritten whole (small, or partitioned with every file changed) is written from
-    the snapshot it read (merge.py _rewrite_whole), replacing every file. A change another writer
+    the snapshot it read (writes.py WholeRewriteWrite), replacing every file. A change another writer
     commits to the mirror after that read (an UPDATE: the row count stays, so the audit cannot see
     it) must make the commit fail, as the MERGE's validation does, not be replaced unseen."""
     if lake.fmt != "cow":
@@ -148,15 +148,15 @@ def test_a_whole_rewrite_fails_if_the_mirror_changed_since_it_read(lake, monkeyp
         lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(20)])
         assert lake.run() == 0
         lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 100 + i} for i in range(20) if i != 10])
-    real = merge.MirrorWriter._rewrite_whole
+    real = writes.WholeRewriteWrite.write
     calls = []
 
-    def after_a_foreign_update(self, cs, keys, read_id, partitioned):
-        calls.append(partitioned)
+    def after_a_foreign_update(self, cs):
+        calls.append(self.to.partitioned)
         lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
-        return real(self, cs, keys, read_id, partitioned)
+        return real(self, cs)
 
-    monkeypatch.setattr(merge.MirrorWriter, "_rewrite_whole", after_a_foreign_update)
+    monkeypatch.setattr(writes.WholeRewriteWrite, "write", after_a_foreign_update)
     assert lake.run() == 1
     assert calls == [spec is not None]
     assert [r["v"] for r in lake.mirror_rows("t") if r["_olake_id"] == "10"] == [-5]  # not replaced unseen

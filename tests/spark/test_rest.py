@@ -11,7 +11,6 @@ shows how the job meets a store that refuses what a mode needs."""
 import os
 
 import pytest
-from testkit.servers import MotoServer, ReferenceServer, SeaweedServer
 from tests.spark.catalog_scenarios import (
     build_update_delete_verify,
     every_delete_mode_and_the_migrator,
@@ -20,6 +19,7 @@ from tests.spark.catalog_scenarios import (
 )
 
 from olake_cow.spark.session import local_aws_jars
+from testkit.servers import MotoServer, ReferenceServer, SeaweedServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]

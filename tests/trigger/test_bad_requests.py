@@ -6,6 +6,7 @@ import os
 import uuid
 
 import pytest
+
 from olake_trigger.events import EventError
 from testkit.aws import BUCKET, emf_points, fixture
 from testkit.docs import bad_input_cases

@@ -82,10 +82,9 @@ def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, re
 def test_every_call_of_the_jobs_python_side_is_granted_by_the_job_role(aws, monkeypatch):
     """The job's own AWS calls (Iceberg's Java side is Glue and S3FileIO, granted by the same role):
     its config from the secret, the S3 summary's bucket check, the summary itself."""
-    from testkit.aws import SECRET_ID
-
     from olake_cow.cli import read_secret, write_summary
     from olake_cow.preflight import check_summary_bucket
+    from testkit.aws import SECRET_ID
 
     calls = set()
     original = botocore.client.BaseClient._make_api_call

@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+
 from olake_trigger.events import EventError
 from testkit.aws import BUCKET, SECRET_ID, SECRETS, emf_points, fixture
 
@@ -489,6 +490,7 @@ def test_only_the_stacks_source_expiry_setting_makes_periodic_runs_expire_source
 
 def test_a_runs_end_publishes_what_emr_billed_and_its_estimated_cost(aws, capsys):
     from moto.emrserverless.models import emrserverless_backends
+
     from testkit.aws import ACCOUNT, REGION
 
     job = aws.invoke({"namespace": "sales"})["job_run_id"]

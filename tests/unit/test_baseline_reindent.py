@@ -1,14 +1,10 @@
-"""The re-indenter that restores the published script's code from its blog text (scripts/baseline.py),
+"""The re-indenter that restores the published script's code from its blog text (bench/baseline.py),
 on small snippets with their indentation stripped: each must come back with its original structure."""
-import os
-import sys
 import textwrap
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "scripts"))
-from baseline import reindent
+from bench.baseline import reindent
 
 pytestmark = pytest.mark.unit
 

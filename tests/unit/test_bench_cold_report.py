@@ -1,11 +1,7 @@
-"""The cold bench's stored figures (scripts/bench_cold.py): a fleet run of one namespace size keeps
+"""The cold bench's stored figures (bench/cold.py): a fleet run of one namespace size keeps
 the other's figures, and the targets are computed from whichever namespaces are stored."""
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                "scripts"))
-from bench_cold import markdown, merged_tier, targets
+from bench.cold import markdown, merged_tier, targets
 
 
 def _fleet(tables: int, idle: float, alone: float, one: float, all_cow: float, all_script: float) -> dict:
@@ -44,7 +40,7 @@ def test_a_fleet_run_of_the_same_namespace_replaces_it() -> None:
 
 
 def test_a_repeated_short_run_reports_its_median_run_and_every_time() -> None:
-    from bench_cold import median_run
+    from bench.cold import median_run
 
     runs = [{"s": 6.1, "files_read": 1}, {"s": 5.0, "files_read": 2}, {"s": 5.4, "files_read": 3}]
     chosen = median_run(runs)
@@ -83,7 +79,7 @@ def test_growth_is_judged_only_between_runs_on_a_machine_of_the_same_speed() -> 
 
 
 def test_runs_with_an_executor_jvm_are_kept_and_judged_apart_from_one_jvm_runs() -> None:
-    from bench_cold import executor_master, tier_key
+    from bench.cold import executor_master, tier_key
 
     assert executor_master("8g", 2) == "local-cluster[1,2,8192]"
     assert executor_master("4096m", 4) == "local-cluster[1,4,4096]"

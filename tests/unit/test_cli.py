@@ -4,10 +4,10 @@ import json
 import os
 
 import pytest
-from testkit.docs import bad_input_cases
 
 from olake_cow.cli import Exit, exit_code, main
 from olake_cow.core.errors import ConfigError, OlakeCowError, TableNotFoundError
+from testkit.docs import bad_input_cases
 
 pytestmark = pytest.mark.unit
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -1,6 +1,16 @@
 """The trigger's pure decisions (olake_trigger.decide) and the maintenance-due rules the job and the
 trigger share (olake_cow.maintenance.maintenance_due), on literal records."""
 import pytest
+
+from olake_cow.core.maintenance import (
+    COMPACTED_PROPERTY,
+    FOLDED_PROPERTY,
+    MANIFEST_REWRITE_EVERY,
+    MANIFESTS_PROPERTY,
+    MaintenanceOptions,
+    maintenance_due,
+)
+from olake_cow.core.snapshots import Snapshot, TableState, state_from_metadata
 from olake_trigger.decide import (
     ALL_TABLES,
     AllTables,
@@ -14,16 +24,6 @@ from olake_trigger.decide import (
     lease_until,
     pending_entry,
 )
-
-from olake_cow.core.maintenance import (
-    COMPACTED_PROPERTY,
-    FOLDED_PROPERTY,
-    MANIFEST_REWRITE_EVERY,
-    MANIFESTS_PROPERTY,
-    MaintenanceOptions,
-    maintenance_due,
-)
-from olake_cow.core.snapshots import Snapshot, TableState, state_from_metadata
 
 pytestmark = pytest.mark.unit
 HOUR = 3600 * 1000

@@ -4,9 +4,6 @@ through it (deployment settings where a request says nothing)."""
 from dataclasses import replace
 
 import pytest
-from olake_trigger import jobs
-from olake_trigger.decide import AllTables, Tables
-from olake_trigger.settings import from_env
 from tests.unit.test_trigger_rules import ENV
 
 from olake_cow.cli import build_parser, job_options
@@ -14,6 +11,9 @@ from olake_cow.core.config import parse_destination
 from olake_cow.core.job_request import JobRequest, job_argv
 from olake_cow.core.maintenance import MaintenanceOptions
 from olake_cow.core.modes import MirrorFormat, SourceMode
+from olake_trigger import jobs
+from olake_trigger.decide import AllTables, Tables
+from olake_trigger.settings import from_env
 
 pytestmark = pytest.mark.unit
 

@@ -3,6 +3,7 @@ standard library and itself, so the Lambda can ship it whole and its tests need 
 adapters live in emr_job/olake_cow/spark."""
 import ast
 import os
+import re
 import subprocess
 import sys
 
@@ -133,3 +134,29 @@ def test_the_trigger_imports_only_the_core_of_the_job():
            for m in resolved_imports(os.path.join(trigger, f), "olake_trigger")
            if m.split(".")[0] in ("pyspark", "py4j") or (m.startswith("olake_cow") and layer_of(m) != "olake_cow.core")]
     assert bad == []
+
+
+def _tracked_python_files():
+    out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [p for p in out.stdout.split() if not p.startswith(".aws-sam/")]
+
+
+def test_nothing_edits_the_import_path():
+    """One editable package (pyproject.toml) makes every folder importable: no file inserts into,
+    appends to or assigns the interpreter's import path."""
+    edit = re.compile(r"\bsys\.path(\.insert|\.append|\[| *=| *\+=)")
+    found = []
+    for rel in _tracked_python_files():
+        with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+            found += [f"{rel}:{n}" for n, line in enumerate(f, 1) if edit.search(line)]
+    assert found == []
+
+
+def test_the_class_size_check_passes_on_the_product_code_and_fails_on_a_long_class(tmp_path):
+    tool = [sys.executable, os.path.join(ROOT, "tools", "class_size.py")]
+    ok = subprocess.run(tool + [os.path.join(ROOT, d) for d in ("emr_job", "lambda", "infra")],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    (tmp_path / "big.py").write_text("class Big:\n" + "    x = 1\n" * 150)
+    bad = subprocess.run(tool + [str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "class Big is 151 lines" in bad.stdout, bad.stdout

@@ -2,15 +2,15 @@
 import os
 
 import pytest
+
+from olake_cow.core.config import parse_destination
+from olake_cow.core.errors import ConfigError
+from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, EXECUTOR_JAVA_OPTIONS
 from olake_trigger import jobs
 from olake_trigger.decide import Tables
 from olake_trigger.events import Commit, Ignored, classify
 from olake_trigger.metrics import summary_points
 from olake_trigger.settings import from_env
-
-from olake_cow.core.config import parse_destination
-from olake_cow.core.errors import ConfigError
-from olake_cow.core.jvm import DRIVER_JAVA_OPTIONS, EXECUTOR_JAVA_OPTIONS
 
 pytestmark = pytest.mark.unit
 

@@ -28,7 +28,7 @@ REDACTION = r"(?i)secret|password|token|credential|access.key|session.token"
 
 def local_jar_folder() -> str:
     """Where a local run finds Iceberg's jars (on EMR the release ships them): OLAKE_COW_JARS, else
-    <python environment>/jars, which make setup fills by Maven coordinates (scripts/jars.py)."""
+    <python environment>/jars, which make setup fills by Maven coordinates (tools/jars.py)."""
     return os.environ.get("OLAKE_COW_JARS") or os.path.join(sys.prefix, "jars")
 
 
@@ -37,7 +37,7 @@ def local_iceberg_jar() -> str:
     folder = local_jar_folder()
     jars = sorted(glob.glob(os.path.join(folder, "iceberg-spark-runtime-*.jar")))
     if not jars:
-        raise ConfigError(f"Iceberg's Spark runtime not found in {folder}: run make setup (scripts/jars.py fetches "
+        raise ConfigError(f"Iceberg's Spark runtime not found in {folder}: run make setup (tools/jars.py fetches "
                           "it by its Maven coordinates), set OLAKE_COW_JARS to a folder holding it, or pass "
                           "--spark-conf spark.jars=/path/to/iceberg-spark-runtime.jar")
     return jars[-1]
@@ -91,7 +91,7 @@ def _local_class_path(cfg: DestinationConfig, public: Mapping[str, str], iceberg
         aws = local_aws_jars()
         if not aws:
             raise ConfigError(f"a {cfg.catalog_type} catalog with S3FileIO needs Iceberg's AWS bundle in local runs: "
-                              "run make setup (scripts/jars.py) or set OLAKE_COW_JARS to a folder holding "
+                              "run make setup (tools/jars.py) or set OLAKE_COW_JARS to a folder holding "
                               "iceberg-aws-bundle")
         classpath += aws  # on the system class path too: the SDK finds its HTTP clients by ServiceLoader
     return classpath
