@@ -688,10 +688,10 @@ def markdown(results: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def replace_section(section: str, start: str, end: str) -> None:
+def replace_section(section: str, start: str, end: str, doc: str = "BENCHMARKS.md") -> None:
     """Put `section` (which begins with `start` and ends with `end`) in place of the part of
-    docs/BENCHMARKS.md between those markers."""
-    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    docs/<doc> between those markers."""
+    path = os.path.join(ROOT, "docs", doc)
     with open(path, encoding="utf-8") as f:
         text = f.read()
     if start not in text or end not in text:

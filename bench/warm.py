@@ -12,7 +12,7 @@ batches on identical copies of the source:
 and a plain copy of the resolved source as the floor of a full load. Per run: time in the job (the
 Spark session is up, as on EMR after start-up), files and bytes read and rewritten.
 
-Writes docs/bench.json, docs/bench.png and the results section of docs/BENCHMARKS.md.
+Writes docs/bench.json, docs/bench.png and the results section of docs/bench-warm.md.
 
     .venv/bin/python bench/warm.py --script ../shared/seeds/000_3cdcd90d80e3b70c.txt
     .venv/bin/python bench/warm.py --quick            # small sizes: checks the harness
@@ -63,7 +63,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="OLake's published script: the blog text (shared/seeds/000_...txt) or a .py copy")
     p.add_argument("--quick", action="store_true", help="small sizes: checks the harness, not the targets")
     p.add_argument("--out", default=os.path.join(ROOT, "docs"), help="folder for bench.json and bench.png")
-    p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS.md")
+    p.add_argument("--no-doc", action="store_true", help="do not rewrite docs/bench-warm.md")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.changes, args.recent, args.cycles = 20_000, 200, 2_000, 2
@@ -362,7 +362,7 @@ def chart(r: Dict[str, Any], path: str) -> None:
 
 
 def write_doc(r: Dict[str, Any], command: str) -> None:
-    replace_section(markdown(r, command), MARKER_START, MARKER_END)
+    replace_section(markdown(r, command), MARKER_START, MARKER_END, doc="bench-warm.md")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

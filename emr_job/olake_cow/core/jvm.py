@@ -4,7 +4,7 @@ trigger's StartJobRun both use them).
 Every run is a new driver JVM whose work is mostly planning: classes loaded once, queries
 compiled once. C1 alone (TieredStopAtLevel=1) compiles that code sooner and cheaper than C2 ever
 pays back, and the parallel collector pauses less for a short-lived heap. Measured cold, one
-process per run (docs/BENCHMARKS.md, "JVM options"): an incremental cow run at 1M rows 18.6 s
+process per run (git history of docs/BENCHMARKS.md, "JVM options"): an incremental cow run at 1M rows 18.6 s
 instead of 23.2 s (median of 4, bare start 4.5 s in both), a full load no slower. Only the driver
 gets them: executors keep C2 for the data work, later than Java's default (EXECUTOR_JAVA_OPTIONS).
 """
@@ -43,7 +43,7 @@ def class_archive_option(path: str, exists: bool) -> str:
 # C1's code instead of paying C2's compiles on the cores they run on. The minimum of calls stays
 # Java's, so a method called once a batch but looping over every row still gets C2 (with it 200,000,
 # a 16M-row dv merge took 22.8 s instead of 14.7). Measured cold with executors of their own
-# (docs/BENCHMARKS.md, "Executors: C2 later"): a 1M-row dv run 7.3 s -> 6.5 s, 16M-row loads no
+# (git history of docs/BENCHMARKS.md, "Executors: C2 later"): a 1M-row dv run 7.3 s -> 6.5 s, 16M-row loads no
 # slower; C1 alone was faster still at 1M rows and 40% slower at 16M.
 EXECUTOR_JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=500000 -XX:Tier4CompileThreshold=600000 "
                         "-XX:Tier4BackEdgeThreshold=4000000")

@@ -5,7 +5,7 @@ which the JVM tries to load the name as a class: `org`, `org.apache`, ... all fa
 lookup searches every jar of the driver's class path (Spark's ~250). PySpark resolves its
 `functions`, `PythonSQLUtils`, ... this way on every column expression, so a run of many small
 merges spends seconds of driver CPU failing to load packages as classes (a 40-table run: 48 s ->
-40 s, docs/BENCHMARKS.md). What a name resolves to cannot change while the JVM runs: the driver's
+40 s, git history of docs/BENCHMARKS.md). What a name resolves to cannot change while the JVM runs: the driver's
 class path is fixed at launch. Names that failed to resolve are not remembered.
 """
 import threading
