@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from infra import awsenv, lakeformation, ownership, stack_params
-from olake_cow.core.config import DestinationConfig, parse_destination
+from olake_cow.core.config import CatalogType, DestinationConfig, parse_destination
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 
@@ -117,14 +117,14 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
     extra = stack_params.parse(args.extra_params or "")
     cfg = _secret_config(args, sm, extra)
     expected = f"s3://{warehouse_bucket}" + (f"/{prefix}" if prefix else "")
-    named = cfg.catalog_type == "rest" and not cfg.warehouse.startswith("s3://")
+    named = cfg.catalog_type == CatalogType.REST and not cfg.warehouse.startswith("s3://")
     if not named and cfg.warehouse.rstrip("/") != expected:
         raise awsenv.SetupError(
             f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
             f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
     namespaces = _namespaces(args.namespaces, cfg)
     protected = [("the warehouse", (warehouse_bucket, prefix))]
-    if glue is not None and cfg.catalog_type == "glue":
+    if glue is not None and cfg.catalog_type == CatalogType.GLUE:
         protected += ownership.table_locations(glue, namespaces + [n + MIRROR_SUFFIX for n in namespaces],
                                                cfg.get("glue_catalog_id"))
     ownership.check_apart((artifacts_bucket, artifacts_prefix), protected)
@@ -153,7 +153,7 @@ def check_catalog(cfg: DestinationConfig, region: str, extra: Dict[str, str]) ->
     """SetupError for a config the stack's job or trigger cannot work with. A REST warehouse may be a
     name (Polaris, Lakekeeper, Unity) or an ARN (S3 Tables): WAREHOUSE_BUCKET/PREFIX then say where
     its files are, for the trigger's S3 events and the job role's grants."""
-    if cfg.catalog_type == "rest" and not cfg.warehouse.startswith("s3://"):
+    if cfg.catalog_type == CatalogType.REST and not cfg.warehouse.startswith("s3://"):
         if "://" in cfg.warehouse:
             raise awsenv.SetupError(f"the secret's warehouse {cfg.warehouse!r} is not in S3: a REST catalog's "
                                     "warehouse is its name, an ARN, or an s3:// location")
@@ -161,23 +161,23 @@ def check_catalog(cfg: DestinationConfig, region: str, extra: Dict[str, str]) ->
         raise awsenv.SetupError(f"the secret's warehouse {cfg.warehouse!r} is not in S3: the stack's job runs on EMR "
                                 "Serverless and reads OLake's tables from S3 (a local or file: warehouse is for "
                                 "local runs)")
-    if cfg.catalog_type == "hadoop":
+    if cfg.catalog_type == CatalogType.HADOOP:
         raise awsenv.SetupError("the secret's catalog_type is hadoop (a file-system catalog, for local runs): "
                                 "the stack needs the catalog OLake writes to (glue, jdbc, hive or rest)")
-    if cfg.catalog_type == "glue":
+    if cfg.catalog_type == CatalogType.GLUE:
         glue_region = cfg.get("glue_region") or cfg.get("aws_region")
         if glue_region and glue_region != region:
             raise awsenv.SetupError(f"the secret's Glue catalog is in {glue_region} but the stack deploys to {region}: "
                                     "the trigger reads Glue and the job role is granted Glue in the stack's region; "
                                     f"deploy to {glue_region}")
         return
-    if cfg.catalog_type == "rest" and in_region_aws_endpoint(str(cfg.get("rest_catalog_url")), region):
+    if cfg.catalog_type == CatalogType.REST and in_region_aws_endpoint(str(cfg.get("rest_catalog_url")), region):
         return
     if not extra.get("SubnetIds", "").strip():
         raise awsenv.SetupError(f"the secret's catalog is {cfg.catalog_type}: the job must reach "
                                 f"{_NETWORK[cfg.catalog_type]} from a VPC; pass EXTRA_PARAMS=\"SubnetIds=subnet-... "
                                 "SecurityGroupIds=sg-...\" (README, Deploy)")
-    if cfg.catalog_type == "jdbc" and not extra.get("JobExtraJars", "").strip():
+    if cfg.catalog_type == CatalogType.JDBC and not extra.get("JobExtraJars", "").strip():
         raise awsenv.SetupError("the secret's catalog is jdbc: EMR ships no JDBC driver; upload it and pass "
                                 "EXTRA_PARAMS=\"JobExtraJars=s3://bucket/jars/postgresql.jar ...\"")
 
@@ -209,7 +209,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for line in check(args, sm, s3, glue):
             print(f"    ok: {line}")
         cfg = read_config(sm, args.secret_arn)
-        if cfg.catalog_type == "glue":
+        if cfg.catalog_type == CatalogType.GLUE:
             governed = lakeformation.check(session.client("lakeformation"), glue, args.stack,
                                            awsenv.name_list(args.namespaces), args.warehouse_bucket,
                                            args.warehouse_prefix, cfg.get("glue_catalog_id"))

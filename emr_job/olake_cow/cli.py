@@ -10,7 +10,7 @@ from enum import IntEnum
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import __version__
-from .core.config import S3_BUCKET, DestinationConfig, check_location, parse_destination, redact
+from .core.config import S3_BUCKET, CatalogType, DestinationConfig, check_location, parse_destination, redact
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code, catalog_refusal
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
@@ -246,14 +246,14 @@ def _base_location(given: Optional[str], cfg: DestinationConfig, cow: str) -> Op
     """Where new mirrors go (None: the catalog chooses)."""
     base = given.rstrip("/") if given else None
     default_base = f"{cfg.warehouse}/{cow}"
-    if cfg.catalog_type == "hadoop":
+    if cfg.catalog_type == CatalogType.HADOOP:
         if base and base != default_base:
             raise ConfigError(f"the hadoop catalog places tables itself; --cow-base-location must be "
                               f"{default_base} or omitted")
         return None
     if base is None:
         # A REST warehouse name (no URI, no path): let the catalog choose locations.
-        if cfg.catalog_type == "rest" and not ("://" in cfg.warehouse or cfg.warehouse.startswith("/")):
+        if cfg.catalog_type == CatalogType.REST and not ("://" in cfg.warehouse or cfg.warehouse.startswith("/")):
             return None
         base = default_base
     if "://" not in base and not base.startswith("/"):

@@ -6,7 +6,7 @@ import re
 import socket
 from typing import List, Optional, Tuple
 
-from .core.config import DestinationConfig, is_s3
+from .core.config import CatalogType, DestinationConfig, is_s3
 from .core.errors import ConfigError, aws_error_code
 from .core.uris import split_s3
 
@@ -19,11 +19,11 @@ _JDBC_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 def catalog_servers(cfg: DestinationConfig) -> List[Tuple[str, int, str]]:
     """(host, port, what) of the servers the catalog talks to over TCP (Hive metastore, JDBC database)."""
     servers: List[Tuple[str, int, str]] = []
-    if cfg.catalog_type == "hive":
+    if cfg.catalog_type == CatalogType.HIVE:
         for uri in str(cfg.get("hive_uri")).split(","):
             host, _, port = uri.strip()[len("thrift://"):].partition(":")
             servers.append((host, int(port or 9083), f"the Hive metastore {uri.strip()}"))
-    elif cfg.catalog_type == "jdbc":
+    elif cfg.catalog_type == CatalogType.JDBC:
         m = _JDBC_HOST.match(str(cfg.get("jdbc_url")))
         if m:
             kind, host, port = m.group(1).lower(), m.group(2), m.group(3)
@@ -51,7 +51,7 @@ def check_reachable(cfg: DestinationConfig, timeout: Optional[float] = None) -> 
 def check_credentials(cfg: DestinationConfig) -> None:
     """ConfigError when a Glue catalog or an S3 warehouse has no AWS credentials or region to use
     (the role's on EMR, the profile's or environment's locally), named in one line."""
-    if not (cfg.catalog_type == "glue" or is_s3(cfg.warehouse)):
+    if not (cfg.catalog_type == CatalogType.GLUE or is_s3(cfg.warehouse)):
         return
     if cfg.get("aws_access_key"):
         return
@@ -59,13 +59,14 @@ def check_credentials(cfg: DestinationConfig) -> None:
         import boto3  # on EMR, and in every environment that has the AWS SDK
     except ImportError:
         return
-    what = "the Glue catalog" if cfg.catalog_type == "glue" else f"the S3 warehouse {cfg.warehouse}"
+    what = "the Glue catalog" if cfg.catalog_type == CatalogType.GLUE else f"the S3 warehouse {cfg.warehouse}"
     session = boto3.session.Session()
     if session.get_credentials() is None:
         raise ConfigError(f"no AWS credentials for {what}: on EMR the job role provides them; locally set "
                           "AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or writer.aws_access_key "
                           "and writer.aws_secret_key")
-    if cfg.catalog_type == "glue" and not (cfg.get("glue_region") or cfg.get("aws_region") or session.region_name):
+    region = cfg.get("glue_region") or cfg.get("aws_region") or session.region_name
+    if cfg.catalog_type == CatalogType.GLUE and not region:
         raise ConfigError("no AWS region for the Glue catalog: set writer.aws_region (or writer.glue_region), "
                           "or AWS_REGION")
 

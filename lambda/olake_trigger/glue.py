@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 from botocore.exceptions import ClientError
 
-from olake_cow.core.config import DestinationConfig
+from olake_cow.core.config import CatalogType, DestinationConfig
 from olake_cow.core.errors import aws_error_code
 from olake_cow.core.snapshots import MISSING, TableState, state_from_metadata
 from olake_cow.core.uris import split_s3
@@ -41,7 +41,7 @@ class GlueTables:
     @classmethod
     def of(cls, cfg: DestinationConfig, glue: "GlueClient", s3: "S3Client") -> Optional["GlueTables"]:
         """The adapter for a Glue destination; None for other catalogs."""
-        return cls(glue, s3, cfg.get("glue_catalog_id")) if cfg.catalog_type == "glue" else None
+        return cls(glue, s3, cfg.get("glue_catalog_id")) if cfg.catalog_type == CatalogType.GLUE else None
 
     def has_table(self, database: str, table: str) -> bool:
         try:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Union
 
-from olake_cow.core.config import DestinationConfig
+from olake_cow.core.config import CatalogType, DestinationConfig
 from olake_cow.core.errors import ConfigError
 from olake_cow.core.job_request import JobRequest, job_argv
 from olake_cow.core.jvm import (
@@ -71,7 +71,7 @@ def spark_parameters(settings: Settings, cfg: DestinationConfig) -> str:
     jars = [settings.iceberg_jar] + [j.strip() for j in settings.extra_jars.split(",") if j.strip()]
     params = [f"--conf spark.jars={','.join(jars)}", f"--py-files {settings.py_files}",
               "--conf spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"]
-    if cfg.catalog_type == "jdbc" and len(jars) == 1:
+    if cfg.catalog_type == CatalogType.JDBC and len(jars) == 1:
         # EMR ships the Glue, Hive and REST clients but no JDBC driver.
         raise ConfigError("the destination uses a JDBC catalog: set JOB_EXTRA_JARS to the S3 location "
                           "of its JDBC driver jar (e.g. postgresql.jar)")

@@ -8,10 +8,28 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .errors import ConfigError
 from .uris import split_s3
+
+
+class CatalogType(str, Enum):
+    """The catalog a destination uses, parsed once (`writer.catalog_type`, REST flavours as REST)."""
+
+    GLUE = "glue"
+    JDBC = "jdbc"
+    HIVE = "hive"
+    HADOOP = "hadoop"
+    REST = "rest"
+
+    def __str__(self) -> str:  # the value in messages and f-strings on every Python (3.11 changed the default)
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
 
 REST_ALIASES = ("rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake")
 CATALOG_TYPES = ("glue", "jdbc", "hive", "hadoop") + REST_ALIASES
@@ -58,7 +76,7 @@ class DestinationConfig:
     """A validated OLake writer config. `writer` holds the raw keys (secrets included): use
     `public_view()` for anything that is printed."""
 
-    catalog_type: str  # normalized: glue | jdbc | hive | rest | hadoop
+    catalog_type: CatalogType
     catalog_name: str
     warehouse: str
     writer: Mapping[str, Any] = field(repr=False)
@@ -163,13 +181,13 @@ def _check_types(writer: Mapping[str, Any]) -> None:
         raise ConfigError(f"writer.hive_clients must be an integer, got {writer['hive_clients']!r}")
 
 
-def _catalog_type(writer: Mapping[str, Any]) -> str:
+def _catalog_type(writer: Mapping[str, Any]) -> CatalogType:
     """The catalog type (REST aliases as rest), once every key it requires is set."""
     raw_type = (writer.get("catalog_type") or "glue").strip().lower()
     if raw_type not in CATALOG_TYPES:
         raise ConfigError(f"writer.catalog_type {raw_type!r} is not supported; "
                           f"use one of: {', '.join(CATALOG_TYPES)}")
-    catalog_type = "rest" if raw_type in REST_ALIASES else raw_type
+    catalog_type = CatalogType.REST if raw_type in REST_ALIASES else CatalogType(raw_type)
     for key in ("iceberg_s3_path",) + _REQUIRED.get(catalog_type, ()):
         if not str(writer.get(key) or "").strip():
             raise ConfigError(f"writer.{key} is required for catalog_type {raw_type!r}")
@@ -188,12 +206,12 @@ def _validate_writer(writer: Dict[str, Any]) -> DestinationConfig:
     if not _CATALOG_NAME.match(name):
         raise ConfigError(f"writer.catalog_name {name!r} must be letters, digits and underscores")
     jdbc_url = writer.get("jdbc_url") or ""
-    if catalog_type == "jdbc" and not jdbc_url.lower().startswith("jdbc:"):
+    if catalog_type == CatalogType.JDBC and not jdbc_url.lower().startswith("jdbc:"):
         raise ConfigError("writer.jdbc_url must start with 'jdbc:'")
     _check_values(writer, catalog_type)
     warehouse = normalize_warehouse(catalog_type, writer["iceberg_s3_path"].strip())
-    check_location("writer.iceberg_s3_path", warehouse, rest=catalog_type == "rest")
-    if catalog_type == "hadoop":
+    check_location("writer.iceberg_s3_path", warehouse, rest=catalog_type == CatalogType.REST)
+    if catalog_type == CatalogType.HADOOP:
         _check_local_warehouse(warehouse)
     return DestinationConfig(catalog_type, name, warehouse, dict(writer))
 
@@ -207,19 +225,19 @@ S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{0,62}$")
 _PAIRS = (("aws_access_key", "aws_secret_key"), ("glue_access_key", "glue_secret_key"))
 
 
-def _check_values(writer: Mapping[str, Any], catalog_type: str) -> None:
+def _check_values(writer: Mapping[str, Any], catalog_type: CatalogType) -> None:
     """Values that only Spark or AWS would refuse, minutes into a billed run: found here instead."""
     for key in ("aws_region", "glue_region", "rest_signing_region"):
         value = writer.get(key)
         if value and not _REGION.match(value.strip()):
             raise ConfigError(f"writer.{key} {value!r} is not an AWS region name (such as us-east-1)")
-    for key in ("s3_endpoint", "glue_endpoint", "oauth2_uri") + (("rest_catalog_url",) if catalog_type == "rest"
-                                                                 else ()):
+    rest_url = ("rest_catalog_url",) if catalog_type == CatalogType.REST else ()
+    for key in ("s3_endpoint", "glue_endpoint", "oauth2_uri") + rest_url:
         value = writer.get(key)
         if value and not _URL.match(value.strip()):
             raise ConfigError(f"writer.{key} {value!r} is not a URL: write http://host:port or https://host/path")
     hive_uri = writer.get("hive_uri")
-    if catalog_type == "hive" and hive_uri and not _HIVE_URI.match(hive_uri.strip()):
+    if catalog_type == CatalogType.HIVE and hive_uri and not _HIVE_URI.match(hive_uri.strip()):
         raise ConfigError(f"writer.hive_uri {hive_uri!r} must be thrift://host:port (the metastore's Thrift "
                           "address; several comma separated)")
     for key, partner in _PAIRS:
@@ -273,17 +291,17 @@ def _is_int(value: Any) -> bool:
         isinstance(value, str) and value.strip().isdigit())
 
 
-def normalize_warehouse(catalog_type: str, value: str) -> str:
+def normalize_warehouse(catalog_type: CatalogType, value: str) -> str:
     """REST warehouses may be names; everything else is a URI or an absolute local path.
     `bucket/prefix` without a scheme means S3. Trailing slashes are dropped."""
-    if catalog_type == "rest":
+    if catalog_type == CatalogType.REST:
         return value
     scheme, sep, rest = value.partition("://")
     if sep and scheme.lower() in ("s3", "s3a", "s3n"):  # S3://, s3a://: the one S3 scheme Iceberg's FileIO reads
         value = "s3://" + rest
     if "://" not in value and not value.startswith("/") and not value.startswith("file:"):
         # OLake reads `bucket/prefix` as S3; the local hadoop catalog reads it as a local path.
-        value = os.path.abspath(value) if catalog_type == "hadoop" else "s3://" + value
+        value = os.path.abspath(value) if catalog_type == CatalogType.HADOOP else "s3://" + value
     return value.rstrip("/") or value
 
 
@@ -293,7 +311,7 @@ def is_s3(location: str) -> bool:
 
 def jdbc_driver_jar(cfg: DestinationConfig, java_dir: str = JDBC_DRIVER_DIR) -> Optional[str]:
     """The JDBC driver jar for a jdbc catalog: `jdbc_driver_jar` if given, else the OS package's."""
-    if cfg.catalog_type != "jdbc":
+    if cfg.catalog_type != CatalogType.JDBC:
         return None
     explicit = cfg.get("jdbc_driver_jar")
     if explicit:

@@ -2,6 +2,7 @@
 import re
 import unicodedata
 
+from .config import CatalogType
 from .errors import InvalidNameError
 
 MAX_NAME = 255
@@ -55,7 +56,7 @@ MIRROR_SUFFIX = "_cow"
 def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "") -> str:
     """InvalidNameError when the catalog cannot hold `name` (or `name + suffix`, the mirror's name):
     `kind` is "namespace" or "table"."""
-    if catalog_type == "rest" and kind.endswith("namespace") and "." in name:
+    if catalog_type == CatalogType.REST and kind.endswith("namespace") and "." in name:
         # A REST catalog tells a nested namespace (db -> public) from one level named "db.public";
         # the job addresses one level, so `db.public` would be another namespace than the user's.
         # (The file-system and JDBC catalogs store both the same way: a dotted name works there.)

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional
 
-from ..core.config import DestinationConfig, catalog_properties, jdbc_driver_jar
+from ..core.config import CatalogType, DestinationConfig, catalog_properties, jdbc_driver_jar
 from ..core.errors import ConfigError
 from ..core.jvm import (
     DRIVER_JAVA_OPTIONS_KEY,
@@ -50,7 +50,7 @@ def local_aws_jars() -> List[str]:
 
 
 def _needs_aws(cfg: DestinationConfig, public: Mapping[str, str]) -> bool:
-    return cfg.catalog_type == "glue" or public.get("io-impl", "").endswith("S3FileIO")
+    return cfg.catalog_type == CatalogType.GLUE or public.get("io-impl", "").endswith("S3FileIO")
 
 
 def under_spark_submit() -> bool:
