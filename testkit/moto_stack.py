@@ -1,21 +1,25 @@
 """olake-cow stacks on a moto server: the README's deploy -> run-now -> destroy path without an AWS
 account. `make secret`, `make bucket-events`, `make deploy` and `make destroy` run exactly as on AWS
-(the deploy environment, its checks, the upload, `sam build`, `sam delete`); two things moto cannot
-do are stood in for: CloudFormation creating the template's resources (the stack is created from
-the same parameters with a stand-in template, and the resources the trigger uses are made by hand),
-and Lambda and EMR running code (the trigger's handler runs in this process with the environment
-the template gives it; a started run is finished the way the job finishes one: a summary, a log,
-the mirror table in Glue, and the end event).
+(the deploy environment, its checks, the upload, `sam build`, `sam delete`). The stack is the real
+template.yaml, through the SAM translator `sam deploy` uses, created by moto's CloudFormation with
+the deploy's parameters; what moto cannot do is stood in for:
+- the resource types its CloudFormation cannot create (STAND_INS, below): made through moto's own
+  APIs from the template's properties, their ids given to the references;
+- Lambda and EMR running code: the trigger's handler runs in this process with the environment and
+  function name of the stack's Lambda function; a started run is finished the way the job finishes
+  one (a summary, a log, the mirror table in Glue, and the end event).
 
 Used by `make try-local` (tools/try_local.py) and tests/deploy/test_two_stacks.py."""
 import contextlib
 import copy
 import gzip
+import io
 import json
 import os
 import re
 import subprocess
 import uuid
+import zipfile
 from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -40,6 +44,9 @@ class MotoStacks:
         self.url, self.region, self.root = url, region, root
         self.deploy_venv = deploy_venv or os.path.join(ROOT, ".venv-deploy")
         self.template = load_template(os.path.join(root, "template.yaml"))
+        self._template_json: Optional[Dict[str, Any]] = None
+        _list_parameters_as_cloudformation_shows_them()
+        self.stood_in: Dict[str, List[Tuple[str, str]]] = {}
         self.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": region,
                     "AWS_DEFAULT_REGION": region, "AWS_ENDPOINT_URL": url, "SAM_CLI_TELEMETRY": "0"}
 
@@ -71,52 +78,129 @@ class MotoStacks:
     def destroy(self, stack: str, *args: str) -> Tuple[int, str]:
         return self.make("destroy", f"STACK={stack}", f"DESTROY_ARGS={' '.join(args)}")
 
-    # --- what CloudFormation would create -------------------------------------------------------
+    # --- what CloudFormation creates ----------------------------------------------------------
     def create_stack(self, stack: str, params: Dict[str, str]) -> None:
+        """The stack from the real template.yaml: through the SAM translator, into moto's
+        CloudFormation. The resource types moto's CloudFormation cannot create (STAND_INS) are made
+        through moto's own APIs from the same properties, and the template's references to them
+        given their ids."""
         spec = self.template["Parameters"]
         values = {k: str(v.get("Default", "")) for k, v in spec.items()}
         values.update(params)
-        resources = self._resources(stack)
-        body = {"Description": "olake-cow (a stand-in on moto for template.yaml's resources)",
-                "Parameters": {k: {"Type": "String"} for k in spec},
-                "Resources": {"TriggerLogGroup": {"Type": "AWS::Logs::LogGroup",  # one the template has too
-                                                  "Properties": {"LogGroupName": f"/aws/lambda/{stack}-trigger"}}},
-                "Outputs": {"ApplicationId": {"Value": resources["Application"]},
-                            "TriggerFunctionName": {"Value": resources["TriggerFunction"]},
-                            "StateTableName": {"Value": resources["StateTable"]}}}
-        self.client("cloudformation").create_stack(
-            StackName=stack, TemplateBody=json.dumps(body),
-            Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in values.items()])
+        translated = self._translated()
+        resolve = _Resolver(stack, self.region, values, translated)
+        made: Dict[str, str] = {}
+        resources = translated["Resources"]
+        stood_in: List[Tuple[str, str]] = []
+        for name, res in resources.items():
+            if res["Type"] in STAND_INS_BEFORE and self._stood_in(stack, name, res, resolve, made):
+                stood_in.append((name, res["Type"]))
+        body = _referring(translated, made, stand_ins=[n for n, r in resources.items() if r["Type"] in STAND_INS])
+        cfn = self.client("cloudformation")
+        cfn.create_stack(StackName=stack, TemplateBody=json.dumps(body),
+                         Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in values.items()],
+                         Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"])
+        status = cfn.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"]
+        if status != "CREATE_COMPLETE":
+            raise RuntimeError(f"moto's CloudFormation left stack {stack} {status}")
+        resolve.values.update(self._physical(stack))
+        resolve.values.update(made)
+        for name, res in resources.items():
+            if res["Type"] in STAND_INS and res["Type"] not in STAND_INS_BEFORE and \
+                    self._stood_in(stack, name, res, resolve, made):
+                stood_in.append((name, res["Type"]))
+        self.stood_in[stack] = sorted(stood_in)
 
-    def _resources(self, stack: str) -> Dict[str, str]:
-        ddb, emr, scheduler = self.client("dynamodb"), self.client("emr-serverless"), self.client("scheduler")
-        table = f"{stack}-state"
-        if table not in ddb.list_tables()["TableNames"]:
-            ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
-                             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
-        apps = {a["name"]: a["id"] for a in emr.list_applications()["applications"]}
-        app = apps.get(stack) or emr.create_application(name=stack, releaseLabel="emr-7.12.0",
-                                                        type="SPARK")["applicationId"]
-        group = f"{stack}-debounce"
-        if group not in [g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"]]:
-            scheduler.create_schedule_group(Name=group)
-        return {"StateTable": table, "Application": app, "TriggerFunction": f"{stack}-trigger",
-                "JobRole.Arn": f"arn:aws:iam::{ACCOUNT}:role/{stack}-job",
-                "SchedulerRole.Arn": f"arn:aws:iam::{ACCOUNT}:role/{stack}-scheduler",
-                "JobLogGroup": f"/aws/emr-serverless/{stack}", "DebounceSchedules": group}
+    def _stood_in(self, stack: str, name: str, res: Dict[str, Any], resolve: "_Resolver",
+                  made: Dict[str, str]) -> bool:
+        """Make a stood-in resource unless its condition is false; whether it was made."""
+        if "Condition" in res and not resolve.condition(res["Condition"]):
+            return False
+        made.update(self._stand_in(stack, name, res, resolve))
+        resolve.values.update(made)
+        return True
+
+    def _translated(self) -> Dict[str, Any]:
+        """template.yaml as `sam deploy` hands it to CloudFormation (SAM's translator, in .venv-deploy),
+        its function's code in a bucket as `--resolve-s3` puts it."""
+        if self._template_json is None:
+            s3 = self.client("s3")
+            with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+                s3.create_bucket(Bucket=CODE_BUCKET, CreateBucketConfiguration={"LocationConstraint": self.region})
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w") as z:
+                for folder, _, files in os.walk(os.path.join(self.root, "lambda", "olake_trigger")):
+                    for f in files:
+                        path = os.path.join(folder, f)
+                        z.write(path, os.path.relpath(path, os.path.join(self.root, "lambda")))
+            s3.put_object(Bucket=CODE_BUCKET, Key=CODE_KEY, Body=buf.getvalue())
+            env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join([os.path.join(self.root, "emr_job"),
+                                                                            self.root])}
+            done = subprocess.run([os.path.join(self.deploy_venv, "bin", "python"), "-m", "testkit.sam",
+                                   os.path.join(self.root, "template.yaml"), CODE_BUCKET, CODE_KEY],
+                                  cwd=self.root, env=env, capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                raise RuntimeError(f"the SAM translator failed: {done.stderr[-2000:]}")
+            self._template_json = json.loads(done.stdout)
+        return copy.deepcopy(self._template_json)
+
+    def _physical(self, stack: str) -> Dict[str, str]:
+        """Each resource's id (Ref) and ARN (GetAtt Arn) in the created stack."""
+        out: Dict[str, str] = {}
+        for r in self.client("cloudformation").describe_stack_resources(StackName=stack)["StackResources"]:
+            name, pid, kind = r["LogicalResourceId"], r.get("PhysicalResourceId", ""), r["ResourceType"]
+            out[name] = pid
+            arn = {"AWS::IAM::Role": f"arn:aws:iam::{ACCOUNT}:role/{pid}",
+                   "AWS::Lambda::Function": f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{pid}",
+                   "AWS::DynamoDB::Table": f"arn:aws:dynamodb:{self.region}:{ACCOUNT}:table/{pid}"}.get(kind, pid)
+            out[f"{name}.Arn"] = arn
+        return out
+
+    def _stand_in(self, stack: str, name: str, res: Dict[str, Any], resolve: "_Resolver") -> Dict[str, str]:
+        """Make one resource moto's CloudFormation cannot, through moto's API; its Ref and Arn."""
+        props = resolve(res.get("Properties", {}))
+        kind = res["Type"]
+        if kind == "AWS::EMRServerless::Application":
+            emr = self.client("emr-serverless")
+            app = emr.create_application(name=props["Name"], releaseLabel=props["ReleaseLabel"], type=props["Type"])
+            return {name: app["applicationId"], f"{name}.Arn": app["arn"]}
+        if kind == "AWS::Scheduler::ScheduleGroup":
+            arn = self.client("scheduler").create_schedule_group(Name=props["Name"])["ScheduleGroupArn"]
+            return {name: props["Name"], f"{name}.Arn": arn}
+        if kind == "AWS::Scheduler::Schedule":
+            schedule = {k: v for k, v in props.items() if k in ("ScheduleExpression", "FlexibleTimeWindow",
+                                                                 "Target", "Description", "GroupName")}
+            arn = self.client("scheduler").create_schedule(Name=f"{stack}-{name}", **schedule)["ScheduleArn"]
+            return {name: f"{stack}-{name}", f"{name}.Arn": arn}
+        if kind == "AWS::SNS::Subscription":
+            arn = self.client("sns").subscribe(**props)["SubscriptionArn"]
+            return {name: arn}
+        if kind == "AWS::CloudWatch::Alarm":
+            numbers = {k: float(props[k]) for k in ("Threshold", "Period", "EvaluationPeriods") if k in props}
+            numbers.update({k: int(numbers[k]) for k in ("Period", "EvaluationPeriods") if k in numbers})
+            self.client("cloudwatch").put_metric_alarm(AlarmName=f"{stack}-{name}", **{**props, **numbers})
+            return {name: f"{stack}-{name}"}
+        raise ValueError(f"no stand-in for {kind}")
 
     def stack_parameters(self, stack: str) -> Dict[str, str]:
         found = self.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
         return {p["ParameterKey"]: p["ParameterValue"] for p in found.get("Parameters", [])}
 
+    def _resources(self, stack: str) -> Dict[str, str]:
+        out = self._physical(stack)
+        out["Application"] = self.outputs(stack)["ApplicationId"]
+        return out
+
+    def outputs(self, stack: str) -> Dict[str, str]:
+        found = self.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+        return {o["OutputKey"]: o["OutputValue"] for o in found.get("Outputs", [])}
+
     def trigger_env(self, stack: str) -> Dict[str, str]:
-        """The trigger Lambda's environment as template.yaml gives it for this stack's parameters."""
-        params = self.stack_parameters(stack)
-        resources = self._resources(stack)
-        spec = self.template["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"]
-        evaluate = _Evaluator(stack, self.region, params, self.template, resources)
-        return {name: str(evaluate(value)) for name, value in spec.items()}
+        """The trigger Lambda's environment as the created stack gives it (moto's Lambda function)."""
+        function = self.outputs(stack)["TriggerFunctionName"]
+        config = self.client("lambda").get_function_configuration(FunctionName=function)
+        # moto keeps a Number parameter's value a number; Lambda's environment is strings
+        return {k: str(v) for k, v in config["Environment"]["Variables"].items()}
 
     # --- the Lambda and EMR, stood in for --------------------------------------------------------
     @contextlib.contextmanager
@@ -223,37 +307,98 @@ def glue_table(glue: Any, database: str, table: str, location: str, metadata: st
         glue.update_table(DatabaseName=database, TableInput=table_input)
 
 
-class _Evaluator:
-    """The few CloudFormation intrinsic functions template.yaml's trigger environment uses."""
+def _list_parameters_as_cloudformation_shows_them() -> None:
+    """moto's DescribeStacks shows a CommaDelimitedList parameter as a Python list ("['sales']");
+    CloudFormation shows what was passed ("sales"). The moto server runs in this process (the tests'
+    and try-local's ThreadedMotoServer), so its view is corrected here."""
+    from moto.cloudformation import models
 
-    def __init__(self, stack: str, region: str, params: Dict[str, str], template: Dict[str, Any],
-                 resources: Dict[str, str]):
+    if getattr(models.Stack, "_olake_cow_lists", False):
+        return
+    shown = models.Stack.parameter_list.fget
+
+    def parameter_list(self: Any) -> List[Dict[str, Any]]:
+        return [{**p, "ParameterValue": ",".join(p["ParameterValue"])} if isinstance(p["ParameterValue"], list)
+                else p for p in shown(self)]
+
+    models.Stack.parameter_list = property(parameter_list)
+    models.Stack._olake_cow_lists = True
+
+
+# What moto's CloudFormation cannot create (the README's "Try it locally" names them): made through
+# moto's APIs from the template's own properties. The first two before the stack (its function's
+# environment names them), the others after (they name the stack's resources).
+STAND_INS_BEFORE = ("AWS::EMRServerless::Application", "AWS::Scheduler::ScheduleGroup")
+STAND_INS = STAND_INS_BEFORE + ("AWS::Scheduler::Schedule", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm")
+CODE_BUCKET = "aws-sam-cli-managed-default-samclisourcebucket-local"  # sam deploy --resolve-s3's bucket
+CODE_KEY = "olake-cow/trigger.zip"
+_NO_VALUE = object()
+
+
+def _referring(template: Dict[str, Any], made: Dict[str, str], stand_ins: List[str]) -> Dict[str, Any]:
+    """The template without the stood-in resources, its references to them replaced by their ids."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if set(node) == {"Ref"} and node["Ref"] in made:
+            return made[node["Ref"]]
+        if set(node) == {"Fn::GetAtt"} and ".".join(node["Fn::GetAtt"]) in made:
+            return made[".".join(node["Fn::GetAtt"])]
+        if set(node) == {"Fn::Sub"} and isinstance(node["Fn::Sub"], str):
+            return {"Fn::Sub": re.sub(r"\$\{([^}]+)\}", lambda m: made.get(m.group(1), m.group(0)), node["Fn::Sub"])}
+        return {k: walk(v) for k, v in node.items()}
+
+    body = walk({k: v for k, v in template.items() if k != "Resources"})
+    body["Resources"] = {}
+    for name, res in template["Resources"].items():
+        if name in stand_ins:
+            continue
+        res = walk(res)
+        if "DependsOn" in res:
+            deps = [d for d in ([res["DependsOn"]] if isinstance(res["DependsOn"], str) else res["DependsOn"])
+                    if d not in stand_ins]
+            res["DependsOn"] = deps
+        body["Resources"][name] = res
+    return body
+
+
+class _Resolver:
+    """CloudFormation's intrinsic functions over a template's parameters and the resources made so
+    far: what a stand-in's properties resolve to."""
+
+    def __init__(self, stack: str, region: str, params: Dict[str, str], template: Dict[str, Any]):
         spec = template["Parameters"]
         self.values: Dict[str, Any] = {
             k: (params.get(k, "").split(",") if spec[k].get("Type") == "CommaDelimitedList" else params.get(k, ""))
             for k in spec}
         self.values.update({"AWS::StackName": stack, "AWS::Region": region, "AWS::AccountId": ACCOUNT,
-                            "AWS::Partition": "aws", **resources})
+                            "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": _NO_VALUE})
         self.conditions = template.get("Conditions", {})
 
     def __call__(self, node: Any) -> Any:
+        if isinstance(node, list):
+            return [v for v in (self(x) for x in node) if v is not _NO_VALUE]
         if not isinstance(node, dict):
             return node
-        (fn, arg), = node.items()
-        if fn == "Ref":
-            return self.values[arg]
-        if fn == "Fn::GetAtt":
-            return self.values[".".join(arg)]
-        if fn == "Fn::Sub":
-            text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
-            return re.sub(r"\$\{([^}]+)\}", lambda m: str(self(extra[m.group(1)]) if m.group(1) in extra
-                                                          else self.values[m.group(1)]), text)
-        if fn == "Fn::Join":
-            items = self(arg[1]) if isinstance(arg[1], dict) else [self(x) for x in arg[1]]
-            return arg[0].join(str(x) for x in items)
-        if fn == "Fn::If":
-            return self(arg[1] if self.condition(arg[0]) else arg[2])
-        raise ValueError(f"unsupported intrinsic {fn}")
+        if len(node) == 1:
+            (fn, arg), = node.items()
+            if fn == "Ref":
+                return self.values[arg]
+            if fn == "Fn::GetAtt":
+                return self.values[".".join(arg)]
+            if fn == "Fn::Sub":
+                text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+                return re.sub(r"\$\{([^}]+)\}", lambda m: str(self(extra[m.group(1)]) if m.group(1) in extra
+                                                              else self.values[m.group(1)]), text)
+            if fn == "Fn::Join":
+                return arg[0].join(str(x) for x in self(arg[1]))
+            if fn == "Fn::If":
+                return self(arg[1] if self.condition(arg[0]) else arg[2])
+        out = {k: self(v) for k, v in node.items()}
+        return {k: v for k, v in out.items() if v is not _NO_VALUE}
 
     def condition(self, name_or_node: Any) -> bool:
         node = self.conditions[name_or_node] if isinstance(name_or_node, str) else name_or_node

@@ -1,6 +1,8 @@
 """`make try-local`: the README's deploy -> run-now -> destroy path without an AWS account, on a moto
-server on this machine (testkit/moto_stack.py says what is stood in for). Prints each step and what
-it left, and checks at the end that OLake's objects are exactly as they were.
+server on this machine. The stack is the real template.yaml through SAM's translator, created by
+moto's CloudFormation but for the resource types it cannot create (testkit/moto_stack.py STAND_INS,
+made through moto's APIs and printed). Prints each step and what it left, and checks at the end that
+OLake's objects are exactly as they were.
 
     python tools/try_local.py [--stack olake-cow-local] [--keep-server]
 
@@ -13,8 +15,9 @@ import socket
 import sys
 import time
 
+from testkit.moto_stack import MotoStacks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-from testkit.moto_stack import MotoStacks  # noqa: E402
 
 REGION = "eu-west-1"
 BUCKET = "my-olake-bucket"
@@ -91,6 +94,11 @@ def main(argv=None) -> int:
                                 NAMESPACES="sales", SECRET_ARN=arn)
         print("\n".join("    " + line for line in out.splitlines() if line.startswith(("==>", "    ok"))))
         check(code == 0, f"checked, claimed s3://{BUCKET}/olake-cow/{args.stack}/, code uploaded, stack created", out)
+        created = moto.client("cloudformation").describe_stack_resources(StackName=args.stack)["StackResources"]
+        stood_in = moto.stood_in.get(args.stack, [])
+        check(bool(created), f"the stack is template.yaml through SAM's translator: {len(created)} resources created "
+              f"by moto's CloudFormation; stood in through moto's APIs (types it cannot create): "
+              + ", ".join(f"{name} ({kind})" for name, kind in stood_in))
 
         step("make deploy STACK=other ARTIFACTS_PREFIX=warehouse ... (a location that holds OLake's data)")
         code, out = moto.make("deploy", STACK="other", WAREHOUSE_BUCKET=BUCKET, WAREHOUSE_PREFIX="warehouse",

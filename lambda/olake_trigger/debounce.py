@@ -42,15 +42,17 @@ class Debouncer:
                     "Input": json.dumps({"trigger": "debounce", "namespace": namespace,
                                          "window": f"debounce:{due_epoch_s}"}),
                     "RetryPolicy": {"MaximumRetryAttempts": 5, "MaximumEventAgeInSeconds": 3600}})
+        # Moved first: during a sync every commit after the first finds the schedule there (one call,
+        # not a refused create and an update: a large schema's sync is thousands of commits).
         try:
-            self.scheduler.create_schedule(**params)
+            self.scheduler.update_schedule(**params)
         except ClientError as exc:
-            if aws_error_code(exc) != "ConflictException":
+            if aws_error_code(exc) != "ResourceNotFoundException":
                 raise
             try:
-                self.scheduler.update_schedule(**params)
-            except ClientError as exc2:  # deleted after firing in between
-                if aws_error_code(exc2) != "ResourceNotFoundException":
-                    raise
                 self.scheduler.create_schedule(**params)
+            except ClientError as exc2:  # another invocation created it in between
+                if aws_error_code(exc2) != "ConflictException":
+                    raise
+                self.scheduler.update_schedule(**params)
         return name

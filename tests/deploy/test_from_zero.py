@@ -126,8 +126,10 @@ def test_every_infra_script_has_a_complete_help():
         path = os.path.join(ROOT, "infra", script)
         if not script.endswith(".py") or "__main__" not in open(path, encoding="utf-8").read():
             continue  # a library of the scripts (awsenv, ownership)
-        done = subprocess.run([os.path.join(DEPLOY_VENV, "bin", "python"), os.path.join(ROOT, "infra", script),
-                               "--help"], capture_output=True, text=True, timeout=60)
+        # as the make targets run them: a module of the infra package, the repository on PYTHONPATH
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "emr_job"), ROOT]))
+        done = subprocess.run([os.path.join(DEPLOY_VENV, "bin", "python"), "-m", f"infra.{script[:-3]}", "--help"],
+                              capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         assert "Exit codes:" in done.stdout and "usage:" in done.stdout, script
         # every paragraph of the description ends a sentence (no text cut mid-sentence)

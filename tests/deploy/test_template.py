@@ -313,3 +313,23 @@ def test_the_trigger_settings_from_the_template_defaults_parse_and_the_dashboard
     for metric in ("EstimatedCostUSD", "BilledVCPUHours", "BilledMemoryGBHours", "TablesMerged", "Skipped",
                    "JobsStarted", "LagSeconds"):
         assert metric in plotted, metric
+
+
+def test_try_local_stands_in_only_for_what_motos_cloudformation_cannot_create():
+    """`make try-local` creates template.yaml, through SAM's translator, in moto's CloudFormation. The
+    resource types it stands in for are exactly those moto cannot create, and the README names them."""
+    from moto.cloudformation.parsing import resource_class_from_type
+
+    from testkit.moto_stack import STAND_INS
+
+    env = dict(os.environ, AWS_DEFAULT_REGION="eu-west-1", PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "emr_job"),
+                                                                                        ROOT]))
+    done = subprocess.run([_tool("python"), "-m", "testkit.sam", TEMPLATE, "bucket", "key.zip"], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    types = {r["Type"] for r in json.loads(done.stdout)["Resources"].values()}
+    assert not any(t.startswith("AWS::Serverless::") for t in types)
+    assert {t for t in types if resource_class_from_type(t) is None} == set(STAND_INS)
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    assert [t for t in STAND_INS if f"`{t}`" not in readme] == []

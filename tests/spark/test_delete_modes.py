@@ -36,7 +36,16 @@ def delete_files(lake, table):
     return sorted({(r["content"], r["file_format"]) for r in meta})
 
 
-@pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
+# Each delete mode in both source modes (the source's reader is per mode), and with both mirror
+# formats (the writer is per format): six of the twelve combinations. The REST reference server runs
+# all three delete modes again (tests/spark/test_rest.py).
+DELETE_MODE_CASES = [(("readonly", "cow"), "dv"), (("truncate", "dv"), "dv"),
+                     (("readonly", "dv"), "equality"), (("truncate", "cow"), "equality"),
+                     (("readonly", "cow"), "position"), (("truncate", "dv"), "position")]
+
+
+@pytest.mark.parametrize("lake, delete_mode", DELETE_MODE_CASES, indirect=["lake"],
+                         ids=[f"{m}-{f}-{d}" for (m, f), d in DELETE_MODE_CASES])
 def test_a_source_written_in_each_of_olakes_delete_modes_is_mirrored_exactly(lake, delete_mode):
     w = lake.writer
     w.create_table("t", [("v", "int"), ("s", "string")], delete_mode=delete_mode)
@@ -56,9 +65,14 @@ def test_a_source_written_in_each_of_olakes_delete_modes_is_mirrored_exactly(lak
             {"PARQUET"} if delete_mode == "equality" else set())
 
 
-# Each target mode and each commit shape once (the four pairings cost CI 3 more minutes and were
-# seen to pass on 1e2a974: `pytest tests/spark/test_delete_modes.py`, 34 passed).
-@pytest.mark.parametrize("to, commit", [("position", "rewrite"), ("dv", "row_delta")])
+# Each target mode and each commit shape once in every (source mode, mirror format) pair: four of
+# the eight combinations (all eight were seen to pass at 63e2c9a).
+SWITCH_CASES = [(("readonly", "cow"), "position", "rewrite"), (("readonly", "dv"), "dv", "row_delta"),
+                (("truncate", "cow"), "dv", "row_delta"), (("truncate", "dv"), "position", "rewrite")]
+
+
+@pytest.mark.parametrize("lake, to, commit", SWITCH_CASES, indirect=["lake"],
+                         ids=[f"{m}-{f}-{to}-{c}" for (m, f), to, c in SWITCH_CASES])
 def test_a_switch_from_equality_deletes_in_the_middle_of_a_tables_life_is_mirrored_exactly(lake, to, commit):
     w = lake.writer
     w.create_table("t", [("v", "int"), ("s", "string")], format_version=3 if to == "dv" else 2)
