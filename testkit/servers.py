@@ -17,8 +17,9 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
@@ -98,7 +99,9 @@ class MotoServer(_Server):
     def start(self) -> "MotoServer":
         import boto3
 
-        self._spawn([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)], {})
+        # moto's request recorder (off until start_recording): what a client really sent, for IAM checks
+        self._spawn([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                    {"MOTO_RECORDER_FILEPATH": os.path.join(self.dir, "recording.jsonl")})
         s3 = boto3.client("s3", endpoint_url=self.url, region_name=self.region, aws_access_key_id=self.key,
                           aws_secret_access_key=self.key)
         deadline = time.monotonic() + 60
@@ -115,6 +118,47 @@ class MotoServer(_Server):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def _recorder(self, verb: str) -> bytes:
+        method = "GET" if verb == "download" else "POST"
+        request = urllib.request.Request(f"{self.url}/moto-api/recorder/{verb}-recording", method=method)
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return bytes(reply.read())
+
+    def start_recording(self) -> None:
+        self._recorder("reset")
+        self._recorder("start")
+
+    def recorded_actions(self) -> Set[str]:
+        """The IAM actions of the requests since start_recording (Glue by its X-Amz-Target, S3 by its
+        method and query), from moto's request recorder."""
+        self._recorder("stop")
+        actions = set()
+        for line in self._recorder("download").decode().splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                actions.add(iam_action(entry["method"], entry["url"], entry["headers"]))
+        return actions
+
+
+def iam_action(method: str, url: str, headers: Dict[str, str]) -> str:
+    """The IAM action a request to an AWS endpoint needs (the services the job's Java side calls)."""
+    target = {k.lower(): v for k, v in headers.items()}.get("x-amz-target", "")
+    if target:  # JSON protocol: "AWSGlue.GetTable"
+        prefix, operation = target.split(".", 1)
+        service = {"AWSGlue": "glue"}.get(prefix, prefix.lower())
+        return f"{service}:{operation}"
+    parsed = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+    has_key = len([p for p in parsed.path.split("/") if p]) > 1  # path style: /bucket/key
+    if method == "POST" and "delete" in query:
+        return "s3:DeleteObject"
+    if method == "DELETE" and "uploadId" in query:
+        return "s3:AbortMultipartUpload"
+    if not has_key:
+        return "s3:ListBucket" if method in ("GET", "HEAD") else f"s3:{method}Bucket"
+    return {"GET": "s3:GetObject", "HEAD": "s3:GetObject", "PUT": "s3:PutObject", "POST": "s3:PutObject",
+            "DELETE": "s3:DeleteObject"}[method]
 
 
 class ReferenceServer(_Server):

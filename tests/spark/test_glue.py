@@ -14,15 +14,20 @@ REGION, KEY = "us-east-1", "testing"
 
 
 @pytest.fixture(scope="module")
-def moto_s3_glue(spark):
+def moto_s3_glue_server(spark):
     server = MotoServer("lake", KEY, REGION).start()
     # The Glue client takes its credentials from the default chain (Iceberg has no static-key
     # property for it): Java system properties, read when the catalog first builds its client.
     system = spark._jvm.java.lang.System
     for prop, value in (("aws.accessKeyId", KEY), ("aws.secretAccessKey", KEY), ("aws.region", REGION)):
         system.setProperty(prop, value)
-    yield server.url
+    yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_s3_glue(moto_s3_glue_server):
+    return moto_s3_glue_server.url
 
 
 @pytest.fixture(params=["cow", "dv"])
@@ -45,3 +50,37 @@ def test_glue_and_s3_first_build_incremental_updates_and_deletes_and_verify(glue
 
 def test_glue_and_s3_recreated_source_rebuilds_the_mirror(glue_lake):
     recreated_source(glue_lake)
+
+
+@pytest.mark.parametrize("glue_lake", ["cow"], indirect=True)
+def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role(glue_lake, moto_s3_glue_server):
+    """Iceberg's GlueCatalog and S3FileIO, as the job drives them (a first build, a merge, maintenance
+    that expires and removes files), recorded by the moto server they call: every action is one the
+    template's JobRole grants (tests/trigger/test_iam_calls.py checks the job's Python side)."""
+    from tests.trigger.test_iam_calls import granted
+
+    w = glue_lake.writer
+    w.create_table("t", [("v", "int"), ("s", "string")])
+    w.backfill("t", [{"_olake_id": str(i), "v": i, "s": "a"} for i in range(40)], chunk=20)
+    moto_s3_glue_server.start_recording()
+    assert glue_lake.run() == 0
+    w.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
+             pure_deletes=["3"])
+    assert glue_lake.run("--expire-mirror-older-than", "0", "--remove-orphans-older-than", "24") == 0
+    actions = moto_s3_glue_server.recorded_actions()
+    glue_lake.assert_mirror_matches("t")
+    assert {"glue:GetTable", "glue:CreateTable", "glue:UpdateTable", "s3:GetObject", "s3:PutObject"} <= actions
+    assert sorted(actions - granted("JobRole")) == []
+    assert sorted(granted("JobRole") - actions - set(JOB_ROLE_KEPT)) == []  # every other grant has its reason
+
+
+# JobRole's grants that the Java side's build, merge and maintenance above do not call, and why.
+JOB_ROLE_KEPT = {
+    "glue:DeleteTable": "a mirror whose source was recreated incompatibly is replaced (recreated-source tests)",
+    "lakeformation:GetDataAccess": "only with LakeFormation=true: Lake Formation vends the table's data access",
+    "secretsmanager:GetSecretValue": "the job's Python side reads the destination (tests/trigger/test_iam_calls.py)",
+    "logs:CreateLogStream": "EMR Serverless writes the run's logs to its log group, not the job's code",
+    "logs:PutLogEvents": "the same",
+    "logs:DescribeLogStreams": "the same",
+    "logs:DescribeLogGroups": "the same",
+}
