@@ -25,7 +25,6 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import boto3
 
-from infra.stack_params import load_template
 from olake_cow.core.uris import split_s3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,7 +42,6 @@ class MotoStacks:
     def __init__(self, url: str, region: str, root: str = ROOT, deploy_venv: Optional[str] = None):
         self.url, self.region, self.root = url, region, root
         self.deploy_venv = deploy_venv or os.path.join(ROOT, ".venv-deploy")
-        self.template = load_template(os.path.join(root, "template.yaml"))
         self._template_json: Optional[Dict[str, Any]] = None
         _list_parameters_as_cloudformation_shows_them()
         self.stood_in: Dict[str, List[Tuple[str, str]]] = {}
@@ -84,10 +82,9 @@ class MotoStacks:
         CloudFormation. The resource types moto's CloudFormation cannot create (STAND_INS) are made
         through moto's own APIs from the same properties, and the template's references to them
         given their ids."""
-        spec = self.template["Parameters"]
-        values = {k: str(v.get("Default", "")) for k, v in spec.items()}
-        values.update(params)
         translated = self._translated()
+        values = {k: str(v.get("Default", "")) for k, v in translated["Parameters"].items()}
+        values.update(params)
         resolve = _Resolver(stack, self.region, values, translated)
         made: Dict[str, str] = {}
         resources = translated["Resources"]
@@ -103,8 +100,7 @@ class MotoStacks:
         status = cfn.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"]
         if status != "CREATE_COMPLETE":
             raise RuntimeError(f"moto's CloudFormation left stack {stack} {status}")
-        resolve.values.update(self._physical(stack))
-        resolve.values.update(made)
+        resolve.values.update(self._physical(stack))  # the stood-in ones are in it already
         for name, res in resources.items():
             if res["Type"] in STAND_INS and res["Type"] not in STAND_INS_BEFORE and \
                     self._stood_in(stack, name, res, resolve, made):

@@ -61,7 +61,7 @@ class Starts:
         if refusal:  # before the lease: a refused request writes nothing
             return ctx.refuse(namespace, refusal)
         if opts.dry_run:
-            return self._dry_run(namespace, requested, window, opts, cfg)
+            return self._dry_run(namespace, requested, window, opts, cfg, glue)
         token, now = jobs.client_token(namespace, window), ctx.now()
         until = lease_until(now, ctx.s.job_timeout_min, ctx.s.lease_margin_min)
         held = ctx.store.acquire(namespace, token, now, until)
@@ -78,7 +78,7 @@ class Starts:
             tables = covered(requested, pending)
             tables = glue.held(namespace, tables) if glue else tables
             decision = tables if isinstance(tables, Skip) else decide(
-                tables, None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance),
+                tables, None if opts.force else self._checks(cfg, glue, namespace, tables, opts.maintenance),
                 opts.force, opts.maintenance.requested)
             if isinstance(decision, Skip):
                 ctx.store.abandon(namespace, token, ())
@@ -99,11 +99,11 @@ class Starts:
                        summary=summary_uri)
 
     def _dry_run(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
-                 cfg: DestinationConfig) -> Outcome:
+                 cfg: DestinationConfig, glue: Optional[GlueTables]) -> Outcome:
         """What a request would start, with nothing taken or started (pending commits stay pending)."""
         tables = covered(AllTables() if isinstance(requested, PendingTables) else requested, ())
         assert not isinstance(tables, Skip)
-        checks = None if opts.force else self._checks(cfg, namespace, tables, opts.maintenance)
+        checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts.maintenance)
         decision = decide(tables, checks, opts.force, opts.maintenance.requested)
         chosen = tables if isinstance(decision, Skip) else decision.tables
         request = jobs.start_job_run_request(self.ctx.s, cfg, namespace, chosen, window, opts,
@@ -113,10 +113,9 @@ class Starts:
                        tables_with_work=None if checks is None else sorted(
                            t for t, c in checks.items() if c.merge or c.due))
 
-    def _checks(self, cfg: DestinationConfig, namespace: str, tables: Union[AllTables, Tables],
-                maintenance: MaintenanceOptions) -> Optional[Dict[str, TableCheck]]:
+    def _checks(self, cfg: DestinationConfig, glue: Optional[GlueTables], namespace: str,
+                tables: Union[AllTables, Tables], maintenance: MaintenanceOptions) -> Optional[Dict[str, TableCheck]]:
         """The metadata check of each covered table, or None when the catalog cannot be read from here."""
-        glue = GlueTables.of(cfg, self.ctx.c.glue, self.ctx.c.s3)
         if glue is None:
             log.info("%s catalog %s is not read by the trigger (Glue only): the run decides, and commits nothing "
                      "when nothing is new", cfg.catalog_type, cfg.catalog_name)

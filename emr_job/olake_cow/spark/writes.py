@@ -119,26 +119,27 @@ class KeyMergeWrite:
     vectors, filtering the mirror by the `listed` keys first when it has them."""
 
     def __init__(self, to: Target, cow: bool, shape: Optional[MergeShape], listed: Optional[List[str]]) -> None:
-        self.to, self.cow, self.shape, self.listed = to, cow, shape, listed
-        self.partitions: Optional[int] = None
-
-    def settings(self) -> Dict[str, str]:
-        if not self.cow:
-            return {}
+        self.to, self.shape, self.listed = to, shape, listed
+        self.conf: Dict[str, str] = {}
+        self.partitions: Optional[int] = None  # the join's partitions, when the change set is hashed by key
+        if not cow:
+            return
         # A cow MERGE is a full outer join of the mirror's touched files with the change set: a hash
         # of the (small, cached) change set spares sorting the whole rewrite for the join. Spark
         # still picks it only for a side 3x smaller and under its broadcast size per partition.
-        conf = {PREFER_SORT_MERGE: "false", **_by_partition(self.to.partitioned)}
-        if self.shape is None:
-            return conf
-        parallelism = int(self.to.session.sparkContext.defaultParallelism)
-        plan = cow_write(self.shape, mirror_target_bytes(self.to.state.properties), parallelism, self.to.partitioned)
+        self.conf = {PREFER_SORT_MERGE: "false", **_by_partition(to.partitioned)}
+        if shape is None:
+            return
+        parallelism = int(to.session.sparkContext.defaultParallelism)
+        plan = cow_write(shape, mirror_target_bytes(to.state.properties), parallelism, to.partitioned)
         if plan.hash:  # unpartitioned: no exchange before the write; the join's partitions are the files
-            conf[DISTRIBUTION_MODE] = "hash"
+            self.conf[DISTRIBUTION_MODE] = "hash"
             self.partitions = plan.partitions
         if not plan.find_files:
-            conf[GROUP_FILTER] = "false"
-        return conf
+            self.conf[GROUP_FILTER] = "false"
+
+    def settings(self) -> Dict[str, str]:
+        return self.conf
 
     def write(self, cs: ChangeSet) -> None:
         from pyspark.sql import functions as F
