@@ -112,6 +112,12 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
           glue: Optional["GlueClient"] = None) -> List[str]:
     """The checks; returns what was checked (for the log). SetupError on the first problem.
     Without `s3`/`glue` (tests of the pure part) the bucket and table checks are left out."""
+    return checked(args, sm, s3, glue)[0]
+
+
+def checked(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
+            glue: Optional["GlueClient"] = None) -> Tuple[List[str], DestinationConfig]:
+    """check(), with the secret's config it read (the secret is read once per deploy)."""
     stack = awsenv.stack_name(args.stack)
     warehouse_bucket, prefix, artifacts_bucket, artifacts_prefix = _locations(args, stack)
     extra = stack_params.parse(args.extra_params or "")
@@ -136,7 +142,7 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
     return [f"stack {stack} in {sm.meta.region_name}", f"secret {args.secret_arn} ({cfg.catalog_type} catalog)",
             f"warehouse {cfg.warehouse}" + (f" (a REST warehouse name; its files in {expected})" if named else ""),
             f"namespaces {', '.join(namespaces)}",
-            f"artifacts s3://{artifacts_bucket}/{artifacts_prefix}/ (apart from the warehouse and its tables)"]
+            f"artifacts s3://{artifacts_bucket}/{artifacts_prefix}/ (apart from the warehouse and its tables)"], cfg
 
 
 _NETWORK = {"jdbc": "its database", "hive": "its metastore", "rest": "its REST endpoint"}
@@ -206,9 +212,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         session = awsenv.session(args.region)
         s3 = session.client("s3")
         sm, glue = session.client("secretsmanager"), session.client("glue")
-        for line in check(args, sm, s3, glue):
+        lines, cfg = checked(args, sm, s3, glue)
+        for line in lines:
             print(f"    ok: {line}")
-        cfg = read_config(sm, args.secret_arn)
         if cfg.catalog_type == CatalogType.GLUE:
             governed = lakeformation.check(session.client("lakeformation"), glue, args.stack,
                                            awsenv.name_list(args.namespaces), args.warehouse_bucket,

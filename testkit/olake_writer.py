@@ -200,14 +200,21 @@ class OlakeWriter:
         self._record(table, snapshot_id)
         return snapshot_id
 
-    def rewrite_files(self, table: str, options: Optional[Dict[str, str]] = None) -> None:
-        """Another tool compacts OLake's table (`rewrite_data_files`: a `replace` snapshot)."""
+    def rewrite_files(self, table: str, options: Optional[Dict[str, str]] = None) -> Optional[int]:
+        """Another tool compacts OLake's table (`rewrite_data_files`: a `replace` snapshot). Returns
+        that snapshot's id (None: nothing to rewrite), found by its operation, not as the current
+        snapshot: a job's truncate may commit right after it."""
+        before = {int(s.snapshotId()) for s in self.tables.load(self.namespace, table).snapshots()}
         opts = {"rewrite-all": "true", **(options or {})}
         text = ", ".join(f"'{k}', '{v}'" for k, v in opts.items())
         ident = f"{quote(self.namespace)}.{quote(table)}".replace("'", "\\'")
         self.spark.sql(f"CALL {quote(self.catalog)}.system.rewrite_data_files(table => '{ident}', "
                        f"options => map({text}))")
-        self._record(table, self.current_id(table))
+        ours = [int(s.snapshotId()) for s in self.tables.load(self.namespace, table).snapshots()
+                if int(s.snapshotId()) not in before and s.operation() == "replace"]
+        snapshot_id = ours[-1] if ours else None
+        self._record(table, snapshot_id)
+        return snapshot_id
 
     def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> tuple:
         """(staged snapshot, its data files) of a WAP append of the batch."""

@@ -116,6 +116,7 @@ class Soak:
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
             "kill_after_seconds": [], "failures": [], "source_mode": mode.value, "source_rewrites": 0,
+            "source_rewrites_refused": 0,
             "concurrent_run_seconds": [], "mirror_format": fmt,
             "killed_at": {label: 0 for label in dict.fromkeys(KILL_MOMENTS[mode].values())}}
         self.quiet_runs = 0
@@ -172,8 +173,15 @@ class Soak:
 
     def rewrite_source(self, table: str) -> None:
         """Another tool (OLake Fusion, a Glue optimizer) compacts the source's files."""
-        self.writer.rewrite_files(table)
-        self._remember(table, self._current(table))
+        try:
+            snapshot_id = self.writer.rewrite_files(table)
+        except Exception as exc:
+            if self.mode != SourceMode.TRUNCATE or not _is_commit_conflict(exc):
+                raise
+            self.figures["source_rewrites_refused"] += 1  # as a compactor, it tries again later
+            return
+        if snapshot_id is not None:
+            self._remember(table, snapshot_id)
         self.figures["source_rewrites"] += 1
 
     def schema_change(self, table: str) -> None:
@@ -365,6 +373,13 @@ class Soak:
         return self.figures
 
 
+def _is_commit_conflict(exc: BaseException) -> bool:
+    """Iceberg refused a commit because a concurrent one changed what it read (the files it rewrites
+    were truncated meanwhile): what a compactor meets beside a truncate-mode job."""
+    text = str(exc)
+    return any(name in text for name in ("ValidationException", "CommitFailedException"))
+
+
 def _spread(values: List[float]) -> str:
     if not values:
         return "-"
@@ -384,13 +399,15 @@ def report(f: Dict[str, Any]) -> str:
         "  tables left by the kills     " + ", ".join(f"{label} {n}" for label, n in f["killed_at"].items()),
         f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
         f"during them; each run {_spread(f['concurrent_run_seconds']).replace(' after start', '')})",
-        f"  source rewrites (other tool) {f['source_rewrites']}",
+        f"  source rewrites (other tool) {f['source_rewrites']} (+{f['source_rewrites_refused']} refused by a "
+        "conflicting commit)",
         f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared: Spark, pyiceberg, DuckDB, "
         "iceberg-rust)",
         f"  mismatches                  {f['mismatches']}",
         f"  failed runs                 {f['failed_runs']}",
         f"  run time median / max       {statistics.median(runs) if runs else 0:.1f} s / {max(runs or [0]):.1f} s",
         f"  total time                  {f['seconds']:.0f} s",
+        *(f"  FAILURE: {text}" for text in f["failures"]),
     ])
 
 

@@ -22,13 +22,16 @@ class Commits:
         self.ctx, self.starts = ctx, starts
 
     def on_commit(self, ev: Commit, cfg: DestinationConfig) -> Outcome:
-        return self._handle(ev, cfg).about(ev.namespace, ev.table)
+        event_key = f"s3:{ev.bucket}/{ev.key}"
+        if self.ctx.store.seen(event_key):
+            log.info("duplicate commit event for s3://%s/%s", ev.bucket, ev.key)
+            return Outcome(TriggerStatus.DUPLICATE, "this commit was already seen").about(ev.namespace, ev.table)
+        out = self._handle(ev, cfg)
+        self.ctx.store.mark_seen(event_key, self.ctx.now(), self.ctx.s.dedupe_ttl_s)
+        return out.about(ev.namespace, ev.table)
 
     def _handle(self, ev: Commit, cfg: DestinationConfig) -> Outcome:
         ctx = self.ctx
-        if not ctx.store.first_sighting(f"s3:{ev.bucket}/{ev.key}", ctx.now(), ctx.s.dedupe_ttl_s):
-            log.info("duplicate commit event for s3://%s/%s", ev.bucket, ev.key)
-            return Outcome(TriggerStatus.DUPLICATE, "this commit was already seen")
         try:
             if is_truncate_boundary(read_json_s3(ctx.c.s3, f"s3://{ev.bucket}/{ev.key}")):
                 return Outcome(TriggerStatus.IGNORED, "the job's own truncate (a change-set boundary)")

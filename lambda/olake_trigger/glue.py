@@ -6,7 +6,7 @@ from the Lambda: the run decides there.
 import gzip
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from botocore.exceptions import ClientError
 
@@ -34,9 +34,25 @@ def read_json_s3(s3: "S3Client", uri: str) -> Dict[str, Any]:
 
 
 class GlueTables:
+    """Built once per start: GetTable answers are kept for its length, so the catalog check, the
+    dry run and the freshness check read each table once."""
+
     def __init__(self, glue: "GlueClient", s3: "S3Client", catalog_id: Optional[str] = None) -> None:
         self.glue, self.s3 = glue, s3
         self.ids: Dict[str, Any] = {"CatalogId": catalog_id} if catalog_id else {}
+        self._tables: Dict[Tuple[str, str], Optional[Dict[str, Any]]] = {}
+
+    def _table(self, database: str, table: str) -> Optional[Dict[str, Any]]:
+        """GetTable's table (None: not in the catalog)."""
+        key = (database, table)
+        if key not in self._tables:
+            try:
+                self._tables[key] = dict(self.glue.get_table(DatabaseName=database, Name=table, **self.ids)["Table"])
+            except ClientError as exc:
+                if aws_error_code(exc) != NOT_FOUND:
+                    raise
+                self._tables[key] = None
+        return self._tables[key]
 
     @classmethod
     def of(cls, cfg: DestinationConfig, glue: "GlueClient", s3: "S3Client") -> Optional["GlueTables"]:
@@ -44,22 +60,13 @@ class GlueTables:
         return cls(glue, s3, cfg.get("glue_catalog_id")) if cfg.catalog_type == CatalogType.GLUE else None
 
     def has_table(self, database: str, table: str) -> bool:
-        try:
-            self.glue.get_table(DatabaseName=database, Name=table, **self.ids)
-            return True
-        except ClientError as exc:
-            if aws_error_code(exc) == NOT_FOUND:
-                return False
-            raise
+        return self._table(database, table) is not None
 
     def state(self, database: str, table: str) -> TableState:
         """The table's current Iceberg metadata (MISSING when the catalog does not hold it)."""
-        try:
-            t = self.glue.get_table(DatabaseName=database, Name=table, **self.ids)["Table"]
-        except ClientError as exc:
-            if aws_error_code(exc) == NOT_FOUND:
-                return MISSING
-            raise
+        t = self._table(database, table)
+        if t is None:
+            return MISSING
         location = (t.get("Parameters") or {}).get("metadata_location")
         if not location:
             raise ValueError(f"Glue table {database}.{table} has no metadata_location: not an Iceberg table")

@@ -91,17 +91,17 @@ class StateStore:
         item = self.ddb.get_item(TableName=self.table, Key=self._key(namespace), ConsistentRead=True).get("Item")
         return _state(namespace, item)
 
-    def first_sighting(self, event_key: str, now: int, ttl_s: int) -> bool:
-        """True the first time an event is seen; False for a duplicate delivery."""
-        try:
-            self.ddb.put_item(TableName=self.table,
-                              Item={"pk": {"S": f"seen#{event_key}"}, "expires_at": {"N": str(now + ttl_s)}},
-                              ConditionExpression="attribute_not_exists(pk)")
-            return True
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            raise
+    def seen(self, event_key: str) -> bool:
+        """True when this event was handled to the end before (a duplicate delivery)."""
+        item = self.ddb.get_item(TableName=self.table, Key={"pk": {"S": f"seen#{event_key}"}},
+                                 ConsistentRead=True).get("Item")
+        return item is not None
+
+    def mark_seen(self, event_key: str, now: int, ttl_s: int) -> None:
+        """Marked after the event's work is recorded: a delivery that crashed before that is retried,
+        not dropped as a duplicate (the work itself is idempotent: a set add and a lease)."""
+        self.ddb.put_item(TableName=self.table,
+                          Item={"pk": {"S": f"seen#{event_key}"}, "expires_at": {"N": str(now + ttl_s)}})
 
     def add_pending(self, namespace: str, names: Iterable[str], now: Optional[int] = None) -> NamespaceState:
         """Record tables with work waiting (ALL_TABLES: every table); `now` also moves the debounce clock."""

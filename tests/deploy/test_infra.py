@@ -171,6 +171,31 @@ def test_the_deploy_preflight_accepts_the_rest_secrets_of_each_kind(aws_env, wri
     assert "Rest-Secret-9" not in json.dumps(lines)
 
 
+def test_the_deploy_preflight_reads_the_secret_once(aws_env, monkeypatch, capsys):
+    import botocore.client
+
+    from infra import preflight
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="lake")
+    boto3.client("glue", region_name="us-east-1").create_database(DatabaseInput={"Name": "sales"})
+    sm = boto3.client("secretsmanager", region_name="us-east-1")
+    body = {"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/warehouse"}}
+    arn = sm.create_secret(Name="olake/once", SecretString=json.dumps(body))["ARN"]
+    reads = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def count(client, operation, params):
+        if operation == "GetSecretValue":
+            reads.append(params["SecretId"])
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", count)
+    code = preflight.main(["--stack", "s", "--warehouse-bucket", "lake", "--warehouse-prefix", "warehouse",
+                           "--secret-arn", arn, "--namespaces", "sales", "--region", "us-east-1"])
+    assert code == 0, capsys.readouterr()
+    assert reads == [arn]
+
+
 def test_the_deploy_preflight_refuses_a_rest_secret_outside_aws_without_a_vpc(aws_env):
     from infra import awsenv, preflight
 

@@ -183,6 +183,7 @@ def test_a_mirror_location_inside_the_source_namespace_is_refused(jdbc_lake):
     code, result = lake.run_summary("--cow-base-location", source_folder)
     assert code == 2 and "inside its source namespace's folder" in result["error"]
     assert not lake.mirror("t").exists
+    assert not lake.writer.tables.namespace_exists(lake.cow_ns)  # the refused run made no namespace either
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 10}])
     assert lake.run("--cow-base-location", source_folder + "_mirrors") == 0
     lake.assert_mirror_matches("t")

@@ -50,6 +50,24 @@ def test_commit_event_starts_a_job_for_its_namespace_and_table(aws):
     assert item["job_run_id"]["S"] == run["jobRunId"] and "pending" not in item
 
 
+def test_a_start_reads_each_glue_table_once(aws, monkeypatch):
+    import botocore.client
+
+    aws.glue_table("sales", "orders", "source_new_commit")
+    aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
+    reads = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def count(client, operation, params):
+        if operation == "GetTable":
+            reads.append((params["DatabaseName"], params["Name"]))
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", count)
+    assert aws.invoke(aws.commit_event("sales", "orders"))["status"] == "started"
+    assert sorted(reads) == sorted(set(reads)) and ("sales", "orders") in reads, reads
+
+
 def test_schedule_input_starts_one_job_per_namespace(aws):
     out = aws.invoke(fixture("schedule_input.json"))  # sales (orders only) and crm (all tables)
     assert out["status"] == "multiple"
@@ -155,6 +173,25 @@ def test_a_duplicated_event_starts_nothing(aws):
     aws.invoke(aws.end_event(job))
     assert aws.invoke(event)["status"] == "duplicate"
     assert len(aws.job_runs()) == 1
+
+
+def test_a_delivery_that_crashed_midway_is_retried_not_dropped_as_a_duplicate(aws, monkeypatch):
+    from olake_trigger.state import StateStore
+
+    event = aws.commit_event("sales", "orders")
+    real = StateStore.add_pending
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("the Lambda died here")
+
+    monkeypatch.setattr(StateStore, "add_pending", crash)
+    with pytest.raises(RuntimeError):
+        aws.invoke(event)
+    assert aws.job_runs() == []
+    monkeypatch.setattr(StateStore, "add_pending", real)
+    assert aws.invoke(event)["status"] == "started"  # the async retry of the same delivery
+    assert len(aws.job_runs()) == 1
+    assert aws.invoke(event)["status"] == "duplicate"
 
 
 def test_the_compactors_own_commits_and_mirror_commits_start_nothing(aws):

@@ -1,7 +1,9 @@
 """Iceberg catalog access through its Java API (py4j): load a table and its metadata in one read,
 list namespaces and tables, and commit table properties and a staged snapshot with the checkpoint
-in one commit. File listings are in file_listing.py, the mirror's DDL in mirror_ddl.py."""
+in one commit. A snapshot's files are in file_listing.py, a folder's in folders.py, the mirror's
+DDL in mirror_ddl.py."""
 import json
+import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY
@@ -11,6 +13,7 @@ from ..core.snapshots import MISSING, TableState, state_from_metadata
 
 _WRITE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 JavaObject = Any  # a py4j proxy of an Iceberg Java object
+log = logging.getLogger("olake_cow")
 
 
 def write_mode_properties(merge_on_read: bool) -> Dict[str, str]:
@@ -102,47 +105,33 @@ class IcebergCatalog:
         text = self.iceberg.TableMetadataParser.toJson(meta)
         return state_from_metadata(json.loads(text), str(meta.metadataFileLocation()))
 
-    def lists_by_prefix(self, namespace: str, table: str) -> bool:
-        """Whether the table's FileIO can list files under a prefix (SupportsPrefixOperations)."""
-        return self._lists_by_prefix(self.load(namespace, table).io())
-
-    def _lists_by_prefix(self, io: JavaObject) -> bool:
-        # Through the FileIO's own class loader: Iceberg's jar is not on the system class path.
-        kind = self.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
-                                                io.getClass().getClassLoader())
-        return bool(kind.isInstance(io))
-
-    def file_folders(self, namespace: str, table: str) -> List[str]:
-        """The folders the table's data and metadata files are written to (Iceberg's own layout, or
-        the write.data.path / write.metadata.path the table sets)."""
-        t = self.load(namespace, table)
-        props, base = t.properties(), str(t.location()).rstrip("/")
-        return [str(props.get(key) or f"{base}/{folder}").rstrip("/")
-                for key, folder in (("write.data.path", "data"), ("write.metadata.path", "metadata"))]
-
-    def holds_files(self, io: JavaObject, location: str) -> bool:
-        """Whether any file lies under `location` (through the FileIO; False when it cannot list)."""
-        if not self._lists_by_prefix(io):
-            return False
-        try:
-            return bool(io.listPrefix(location.rstrip("/") + "/").iterator().hasNext())
-        except Exception as exc:
-            if is_java_error(exc, "FileNotFoundException", "NotFoundException", "UncheckedIOException"):
-                return False
-            raise
-
     def namespace_exists(self, namespace: str) -> bool:
         return bool(self.catalog.namespaceExists(self._namespace(namespace)))
 
-    def create_namespace(self, namespace: str) -> None:
-        if not self.namespace_exists(namespace):
-            try:
-                self.catalog.createNamespace(self._namespace(namespace))
-            except Exception:
-                # Tables of one run create it concurrently; some catalogs (JDBC) then fail with a
-                # SQL error instead of AlreadyExistsException.
-                if not self.namespace_exists(namespace):
-                    raise
+    def create_namespace(self, namespace: str) -> bool:
+        """Create the namespace if it is missing; True when this call made it."""
+        if self.namespace_exists(namespace):
+            return False
+        try:
+            self.catalog.createNamespace(self._namespace(namespace))
+            return True
+        except Exception:
+            # Tables of one run create it concurrently; some catalogs (JDBC) then fail with a
+            # SQL error instead of AlreadyExistsException.
+            if not self.namespace_exists(namespace):
+                raise
+            return False
+
+    def drop_namespace_if_empty(self, namespace: str) -> bool:
+        """Drop a namespace that holds no table (Iceberg's dropNamespace refuses a non-empty one
+        in every catalog, so a table created meanwhile by another task keeps it)."""
+        try:
+            if self.list_tables(namespace):
+                return False
+            return bool(self.catalog.dropNamespace(self._namespace(namespace)))
+        except Exception as exc:  # noqa: BLE001 - a namespace left in place is reported, not fatal
+            log.warning("could not remove the empty namespace %s: %s", namespace, java_message(exc))
+            return False
 
     def list_tables(self, namespace: str) -> List[str]:
         if not self.namespace_exists(namespace):

@@ -21,6 +21,7 @@ from ..core.maintenance import (
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
+from .folders import file_folders, lists_by_prefix
 
 if TYPE_CHECKING:
     from ..core.changesource import ChangeSource
@@ -86,12 +87,13 @@ class Maintainer:
     def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
         args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms),
                 "dry_run": "true" if dry_run else "false"}
-        if self.tables.lists_by_prefix(ns, table):
+        t = self.tables.load(ns, table)
+        if lists_by_prefix(self.tables, t.io()):
             # List through the table's FileIO (S3FileIO, S3 Tables, vended credentials), not Hadoop.
             args["prefix_listing"] = "true"
         # Only the folders Iceberg writes the table's files to: anything else under its location
         # (a file someone keeps beside it) is not the table's to remove, however old.
-        for folder in self.tables.file_folders(ns, table):
+        for folder in file_folders(t):
             rows = self._call("remove_orphan_files", {**args, "location": sql_string(folder)})
             out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
 

@@ -7,6 +7,7 @@ from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.identity import location_problem
 from ..core.renames import field_names, renames
 from .catalog import IcebergCatalog, JavaObject, java_message
+from .folders import holds_files
 
 SpecTerm = Tuple[str, str]  # (transform, column)
 OrderTerm = Tuple[str, str, str, str]  # (transform, column, direction, null order)
@@ -41,7 +42,7 @@ class MirrorDDL:
         where = str(tx.table().location())
         name = f"{ns}.{table}"
         problem = location_problem(where, str(src.location()), name)
-        if problem is None and self.catalog.holds_files(tx.table().io(), where):
+        if problem is None and holds_files(self.catalog, tx.table().io(), where):
             problem = (f"{name} would be created at {where}, which already holds files: nothing was created. "
                        "Move or remove them, or give the mirrors another location (--cow-base-location)")
         if problem is not None:

@@ -62,13 +62,19 @@ class MirrorTable:
         return False
 
     def create(self) -> None:
-        self.catalog.create_namespace(self.ns)
-        self._refuse_source_namespace()
+        made_namespace = self.catalog.create_namespace(self.ns)
         props = mirror_properties(self.fmt)
         props.update({MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: f"{self.source_ns}.{self.source}",
                       MODE_PROPERTY: self.mode.value, DELETE_MODE_PROPERTY: self.delete_mode,
                       TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
-        self.ddl.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
+        try:
+            if not made_namespace:
+                self._refuse_source_namespace()
+            self.ddl.create_mirror(self.source_ns, self.source, self.ns, self.name, self.location, props)
+        except ForeignMirrorError:
+            if made_namespace:  # a refused mirror leaves no namespace of its own behind
+                self.catalog.drop_namespace_if_empty(self.ns)
+            raise
         log.info("[%s] created mirror %s.%s (%s mode, %s format)", self.source, self.ns, self.name,
                  self.mode.value, self.fmt.value)
 
