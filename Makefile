@@ -40,7 +40,7 @@ $(STAMP): requirements-dev.txt $(REQS) pyproject.toml
 	@touch $(STAMP)
 
 # Iceberg's Spark runtime and AWS bundle by their Maven coordinates, pinned (EMR ships its own).
-$(JARS): tools/jars.py | $(STAMP)
+$(JARS): tools/jars.py infra/iceberg_jars.py | $(STAMP)
 	bash tools/system-deps.sh java  # Ivy runs on Java: installed first where it is missing (as root)
 	$(BIN)/python tools/jars.py $(VENV)/jars --spark $(SPARK)
 

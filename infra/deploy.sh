@@ -36,8 +36,22 @@ $PY -m infra.preflight --stack "$STACK" --region "$REGION" --warehouse-bucket "$
   --artifacts-prefix "$ARTIFACTS_PREFIX" --secret-arn "$SECRET_ARN" --namespaces "$NAMESPACES" \
   --extra-params "${EXTRA_PARAMS:-}" --params-out "$PARAMS_FILE" || exit 2
 mapfile -t EXTRA < "$PARAMS_FILE"  # one checked Key=Value a line: spaces and JSON stay in one parameter
+# A Spark 4.1 release (emr-spark-8.1.0) runs the Iceberg jar the Spark 4 leg pins: fetched by its Maven
+# coordinates into .venv-spark4 (make SPARK=4 setup, once) and uploaded beside the code.
+LABEL=$(sed -n 's/^EmrReleaseLabel=//p' "$PARAMS_FILE")
+JAR=$($PY -m infra.iceberg_jars for-release "${LABEL:-emr-7.12.0}")
+JAR_ARGS=()
+if [ -n "$JAR" ]; then
+  SPARK4_JARS=${SPARK4_JARS:-.venv-spark4/jars}
+  if [ ! -f "$SPARK4_JARS/$JAR" ]; then
+    echo "==> $LABEL runs Spark 4.1: fetching $JAR (make SPARK=4 setup)"
+    "${MAKE:-make}" --no-print-directory SPARK=4 setup
+  fi
+  JAR_ARGS=(--jar "$SPARK4_JARS/$JAR")
+fi
 echo "==> packaging the job (region $REGION)"
-VERSION=$($PY -m infra.package_job --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" --region "$REGION") || exit 2
+VERSION=$($PY -m infra.package_job --upload "s3://$ARTIFACTS_BUCKET/$ARTIFACTS_PREFIX/code" "${JAR_ARGS[@]}" \
+  --region "$REGION") || exit 2
 echo "    code version $VERSION"
 # SAM's advice for its own workflow (sam deploy --guided, samconfig.toml) does not apply to make deploy:
 # those lines are dropped; everything else SAM prints is shown, and its exit code kept (pipefail).

@@ -1,9 +1,11 @@
 """Packages the mirror job for EMR Serverless: `main.py` (the entry point) and `olake_cow.zip`
 (passed with --py-files), named by a hash of their content, so a new deploy never changes the code
 under a running job. With --upload, copies both to <uri>/<version>/. Prints the version (the
-folder name under code/); `make deploy` passes it to the stack as CodeVersion.
+folder name under code/); `make deploy` passes it to the stack as CodeVersion. With --jar (a
+Spark 4.1 release, infra/iceberg_jars.py), also uploads that pinned Iceberg jar to <uri>/jars/,
+once: its SHA-256 is checked against the pin, and a copy of the same size already there is kept.
 
-    python -m infra.package_job [--out build/job] [--upload s3://bucket/prefix/code] [--region R]
+    python -m infra.package_job [--out build/job] [--upload s3://bucket/prefix/code] [--jar FILE] [--region R]
 
 Exit codes: 0 packaged (and uploaded), 2 a bad --upload URI or an AWS error (one line says what).
 """
@@ -61,11 +63,48 @@ def upload(out: str, target: str, version: str, s3: "S3Client") -> str:
     return f"s3://{bucket}/{base}/"
 
 
+def check_jar(path: str) -> str:
+    """The jar's file name; SetupError for a file that is not a pinned jar, byte for byte."""
+    from infra.iceberg_jars import STACKS
+
+    name = os.path.basename(path)
+    if not os.path.isfile(path):
+        raise awsenv.SetupError(f"{path} does not exist: fetch it with make SPARK=4 setup")
+    pinned = {j.file: j for jars in STACKS.values() for j in jars}.get(name)
+    if pinned is None:
+        raise awsenv.SetupError(f"{name} is not a jar pinned in infra/iceberg_jars.py")
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != pinned.sha256:
+        raise awsenv.SetupError(f"{path} has SHA-256 {digest.hexdigest()}, pinned {pinned.sha256}: fetch it again "
+                                "(make SPARK=4 setup)")
+    return name
+
+
+def upload_jar(path: str, target: str, s3: "S3Client") -> str:
+    """The pinned jar at <target>/jars/<file>, uploaded unless a copy of its size is there."""
+    name = check_jar(path)
+    bucket, prefix = awsenv.uris.split_s3(target.rstrip("/"))
+    key = f"{prefix}/jars/{name}" if prefix else f"jars/{name}"
+    try:
+        there = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+    except Exception as exc:
+        if awsenv.error_code(exc) not in ("404", "NoSuchKey", "NotFound"):
+            raise
+        there = None
+    if there != os.path.getsize(path):
+        s3.upload_file(path, bucket, key)
+    return f"s3://{bucket}/{key}"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="package_job", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=os.path.join(ROOT, "build", "job"), help="local folder (default build/job)")
     p.add_argument("--upload", metavar="S3_URI", help="s3://bucket/prefix/code: uploads to <uri>/<version>/")
+    p.add_argument("--jar", metavar="FILE", help="a pinned Iceberg jar to upload to <uri>/jars/ (with --upload)")
     p.add_argument("--region", help="AWS region for --upload (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
     return p
 
@@ -79,8 +118,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     def send() -> int:
         if args.upload:
-            where = upload(args.out, args.upload, version, awsenv.session(args.region).client("s3"))
+            if args.jar:
+                check_jar(args.jar)  # before anything is uploaded
+            s3 = awsenv.session(args.region).client("s3")
+            where = upload(args.out, args.upload, version, s3)
             print(f"uploaded to {where}", file=sys.stderr)
+            if args.jar:
+                print(f"Iceberg jar at {upload_jar(args.jar, args.upload, s3)}", file=sys.stderr)
         print(version)
         return 0
 

@@ -6,7 +6,7 @@
 On EMR the release ships Iceberg; locally, every path (make demo, the tests, the bench, the class
 archive's training run) reads the jars from DEST. They are resolved with the Ivy that pyspark
 ships (its default resolver is Maven Central; no host is named here), cached in Ivy's own cache
-(`~/.ivy2/cache`, or IVY_CACHE), copied to DEST and checked against the SHA-256 pinned below; a
+(`~/.ivy2/cache`, or IVY_CACHE), copied to DEST and checked against the SHA-256 pinned in infra/iceberg_jars.py; a
 DEST that already holds the pinned jars is left as it is, so nothing is downloaded twice.
 """
 import argparse
@@ -17,44 +17,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict
 
-
-@dataclass(frozen=True)
-class Jar:
-    group: str
-    artifact: str
-    version: str
-    sha256: str
-
-    @property
-    def file(self) -> str:
-        return f"{self.artifact}-{self.version}.jar"
-
-    @property
-    def coordinate(self) -> str:
-        return f"{self.group}:{self.artifact}:{self.version}"
-
-
-ICEBERG = "org.apache.iceberg"
-# One row per Spark line the job runs on. The AWS bundle holds the AWS SDK v2 that Iceberg's
-# GlueCatalog and S3FileIO call (EMR ships its own); 1.10.1 is the newest bundle of the 1.10 line.
-STACKS: Dict[str, Tuple[Jar, ...]] = {
-    "3": (
-        Jar(ICEBERG, "iceberg-spark-runtime-3.5_2.12", "1.10.2",
-            "c562d482dcd16b666e808b755469fbc4b2604284b41622c9d87e2c02b7cc6c5f"),
-        Jar(ICEBERG, "iceberg-aws-bundle", "1.10.1",
-            "86bf20892ea5b4c17688f19b075399885f6aa5303f6b2dc9f491e76ceef9633b"),
-    ),
-    "4": (
-        Jar(ICEBERG, "iceberg-spark-runtime-4.1_2.13", "1.12.0",
-            "3123c3798af642dd537230923548e013ef41cc28b6626e5225808cf5670a0f82"),
-        Jar(ICEBERG, "iceberg-aws-bundle", "1.12.0",
-            "dd7e49ffa4ac9b215bed846581991259e3aec9bb2fa08d6cec029c46cd66d957"),
-    ),
-}
-
+from infra.iceberg_jars import STACKS, Jar
 
 # The Apache Iceberg REST reference server, for the tests: RESTCatalogServer (the main class of the
 # apache/iceberg-rest-fixture image) is published as iceberg-open-api's `test-fixtures` jar, with the

@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from infra.iceberg_jars import SPARK4_RUNTIME
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPLOY_VENV = os.path.join(ROOT, ".venv-deploy")
 REGION = "eu-west-1"
@@ -94,7 +96,7 @@ def test_a_missing_setting_or_an_aws_error_is_one_line_that_says_what_to_fix(clo
     assert why in out and "Traceback" not in out, out
 
 
-def test_make_deploy_checks_the_secret_and_the_warehouse_before_anything_is_uploaded(make, client):
+def test_make_deploy_checks_the_secret_and_the_warehouse_before_anything_is_uploaded(make, client, tmp_path):
     s3 = client("s3")
     if "lake2" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
         s3.create_bucket(Bucket="lake2", CreateBucketConfiguration={"LocationConstraint": REGION})
@@ -119,6 +121,15 @@ def test_make_deploy_checks_the_secret_and_the_warehouse_before_anything_is_uplo
         assert "packaging the job" not in out  # refused before anything was uploaded
     code, out = make("bucket-events", "BUCKET=s3://lake2/wh")
     assert code == 2 and "must be a bucket name, not a URI or path: use 'lake2'" in out, out
+    # emr-spark-8.1.0 runs the pinned Spark 4.1 runtime: a jar that is not it, byte for byte, is refused
+    # before anything is uploaded
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / SPARK4_RUNTIME.file).write_bytes(b"not Iceberg")
+    code, out = make("deploy", **{**base, "SECRET_ARN": arn_here, "EXTRA_PARAMS": "EmrReleaseLabel=emr-spark-8.1.0",
+                                  "SPARK4_JARS": str(jars)})
+    assert code == 2 and f"{SPARK4_RUNTIME.file} has SHA-256" in out and "Traceback" not in out, out
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="lake2").get("Contents", []) if "/code/" in o["Key"]] == []
 
 
 def test_every_infra_script_has_a_complete_help():

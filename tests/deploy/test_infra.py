@@ -1,6 +1,7 @@
 """infra/ scripts against moto: the bucket step keeps existing notifications, the secret is
 validated before it is stored, the job package is complete and reproducible, run_now reports."""
 import glob
+import hashlib
 import json
 import os
 import re
@@ -88,6 +89,31 @@ def test_the_deploy_preflight_names_a_secret_scheduled_for_deletion(aws_env):
     sm.delete_secret(SecretId=arn, RecoveryWindowInDays=7)
     with pytest.raises(awsenv.SetupError, match="is scheduled for deletion: restore it first"):
         preflight.read_config(sm, arn)
+
+
+def test_the_pinned_spark4_jar_is_uploaded_once_and_only_when_it_is_the_pinned_one(tmp_path, aws_env, monkeypatch):
+    from infra import awsenv, iceberg_jars
+
+    jar = tmp_path / iceberg_jars.SPARK4_RUNTIME.file
+    jar.write_bytes(b"not Iceberg")
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="art")
+    with pytest.raises(awsenv.SetupError, match=r"has SHA-256 \w+, pinned"):
+        package_job.upload_jar(str(jar), "s3://art/olake-cow/code", s3)
+    assert "Contents" not in s3.list_objects_v2(Bucket="art")
+    pinned = iceberg_jars.Jar(iceberg_jars.ICEBERG, iceberg_jars.SPARK4_RUNTIME.artifact,
+                              iceberg_jars.SPARK4_RUNTIME.version, hashlib.sha256(b"not Iceberg").hexdigest())
+    monkeypatch.setitem(iceberg_jars.STACKS, "4", (pinned,))
+    where = package_job.upload_jar(str(jar), "s3://art/olake-cow/code", s3)
+    assert where == f"s3://art/olake-cow/code/jars/{jar.name}"
+    sent = []
+    monkeypatch.setattr(s3, "upload_file", lambda *a, **k: sent.append(a))
+    package_job.upload_jar(str(jar), "s3://art/olake-cow/code", s3)  # a second deploy: already there
+    assert sent == []
+    other = tmp_path / "iceberg-spark-runtime-3.5_2.12-9.9.9.jar"
+    other.write_bytes(b"x")
+    with pytest.raises(awsenv.SetupError, match="is not a jar pinned"):
+        package_job.upload_jar(str(other), "s3://art/olake-cow/code", s3)
 
 
 def test_job_package_is_complete_and_reproducible(tmp_path, aws_env):

@@ -290,6 +290,40 @@ def test_a_readonly_deployment_gives_the_job_no_write_access_to_olakes_tables(re
         assert "glue:UpdateTable" in glue_source["Action"]
 
 
+@pytest.mark.parametrize("label, accepted", [
+    ("emr-7.12.0", True), ("emr-7.14.0", True), ("emr-spark-8.1.0", True),
+    ("emr-spark-8.0.0", False),  # Spark 4.0: not a stack the tests run
+    ("emr-spark-8.2.0", False), ("emr-6.15.0", False), ("emr-7.12", False), (" emr-7.12.0", False),
+])
+def test_the_release_labels_the_template_accepts_are_the_tested_stacks(label, accepted):
+    from infra.iceberg_jars import SPARK4_RELEASES
+
+    t = load_template()
+    assert bool(re.fullmatch(t["Parameters"]["EmrReleaseLabel"]["AllowedPattern"], label)) is accepted
+    assert _condition(t, "OnSpark4", {"EmrReleaseLabel": label}) is (label in SPARK4_RELEASES)
+
+
+@pytest.mark.parametrize("label", ["emr-7.12.0", "emr-spark-8.1.0"])
+def test_the_job_runs_the_releases_iceberg_on_7x_and_the_pinned_spark4_runtime_on_8_1(label):
+    """The jar the template gives the trigger for each release: EMR 7's own, or the Spark 4.1 runtime
+    pinned in infra/iceberg_jars.py, at the key `make deploy` uploads it to (package_job.upload_jar)."""
+    from infra.iceberg_jars import job_jar
+
+    t = load_template()
+    value = t["Resources"]["TriggerFunction"]["Properties"]["Environment"]["Variables"]["ICEBERG_JAR"]
+    jar = _resolve(value, {"OnSpark4": _condition(t, "OnSpark4", {"EmrReleaseLabel": label})})
+    pinned = job_jar(label)
+    if pinned is None:
+        assert jar == "/usr/share/aws/iceberg/lib/iceberg-spark3-runtime.jar"
+    else:
+        assert jar == {"Fn::Sub": "s3://${ArtifactsBucket}/${ArtifactsPrefix}/code/jars/" + pinned.file}
+        assert pinned.artifact.startswith("iceberg-spark-runtime-4.1_")
+        [read_code] = [st for st in t["Resources"]["JobRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"] if st.get("Sid") == "ReadCode"]
+        assert read_code["Action"] == "s3:GetObject" and read_code["Resource"]["Fn::Sub"].endswith(
+            "/${ArtifactsPrefix}/code/*")
+
+
 def test_the_trigger_settings_from_the_template_defaults_parse_and_the_dashboard_shows_the_metrics():
     """Every parameter the Lambda's environment takes, at its default, is accepted by the trigger's
     settings; the dashboard is valid JSON and plots the cost and run metrics the trigger publishes."""
