@@ -13,7 +13,7 @@ Accepted:
 """
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
@@ -23,6 +23,7 @@ from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
 from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
 from .decide import AllTables, PendingTables, Tables, TableSelection
+from .jobs import RunOptions
 from .settings import Settings
 
 TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
@@ -72,17 +73,16 @@ class Refused:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """Start mirror runs for these namespaces, each on a selection of its tables."""
+    """Start mirror runs for these namespaces, each on a selection of its tables, as `options` say
+    (the one record that goes on to the job's request, jobs.job_request)."""
 
-    trigger: str  # schedule | direct | debounce
     targets: Tuple[Tuple[str, TableSelection], ...]
     window: str  # what makes a retried invocation recognisable (client token)
-    force: bool = False
-    dry_run: bool = False
-    maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
-    source_mode: Optional[SourceMode] = None  # --source-mode for the job (None: the deployment's setting)
-    mirror_format: Optional[MirrorFormat] = None  # --mirror-format for new mirrors (None: the deployment's setting)
-    verify: bool = False  # --verify (a full scan of source and mirror)
+    options: RunOptions
+
+    @property
+    def trigger(self) -> str:  # schedule | direct | debounce
+        return self.options.trigger
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def classify(event: Any, settings: Settings, warehouse: Optional[str], request_i
     ev = _classify(event, settings, warehouse, request_id, catalog_type)
     if isinstance(ev, RunRequest) and ev.trigger == "schedule" and settings.source_expiry_hours is not None:
         # Source expiry writes OLake's tables: only the stack parameter SourceExpiryHours asks for it.
-        ev = replace(ev, maintenance=replace(ev.maintenance, expire_source_hours=settings.source_expiry_hours))
+        maintenance = replace(ev.options.maintenance, expire_source_hours=settings.source_expiry_hours)
+        ev = replace(ev, options=replace(ev.options, maintenance=maintenance))
     return ev
 
 
@@ -145,7 +146,7 @@ def _invocation(event: Mapping[str, Any], request_id: str) -> Event:
         return _schedule(event, request_id)
     if trigger == "debounce":
         ns = _name("namespace", event.get("namespace"))
-        return RunRequest("debounce", ((ns, PendingTables()),), window=str(event.get("window") or request_id))
+        return RunRequest(((ns, PendingTables()),), str(event.get("window") or request_id), RunOptions("debounce"))
     if trigger == "direct":
         return _direct(event, request_id)
     raise EventError(f"unknown trigger {trigger!r}; expected schedule, debounce or direct")
@@ -215,9 +216,9 @@ def _schedule(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     if extra:
         raise EventError(f"schedule input 'tables' names namespace(s) not in 'namespaces': {sorted(extra)}")
     targets = tuple((ns, _tables(tables.get(ns))) for ns in dict.fromkeys(names))
-    return RunRequest("schedule", targets, window=str(payload.get("window") or request_id),
-                      force=_flag(payload, "force"), maintenance=_maintenance(payload),
-                      source_mode=_source_mode(payload), mirror_format=_mirror_format(payload))
+    return RunRequest(targets, str(payload.get("window") or request_id),
+                      RunOptions("schedule", force=_flag(payload, "force"), maintenance=_maintenance(payload),
+                                 source_mode=_source_mode(payload), mirror_format=_mirror_format(payload)))
 
 
 def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
@@ -228,10 +229,11 @@ def _direct(payload: Mapping[str, Any], request_id: str) -> RunRequest:
     if "namespace" not in payload:
         raise EventError("direct invocation needs 'namespace'")
     ns = _name("namespace", payload.get("namespace"))
-    return RunRequest("direct", ((ns, _tables(payload.get("tables"))),), window=request_id,
-                      force=_flag(payload, "force"), dry_run=_flag(payload, "dry_run"),
-                      maintenance=_maintenance(payload), source_mode=_source_mode(payload),
-                      mirror_format=_mirror_format(payload), verify=_flag(payload, "verify"))
+    verify = _flag(payload, "verify")  # asked for its own sake: no check of what is new first
+    return RunRequest(((ns, _tables(payload.get("tables"))),), request_id,
+                      RunOptions("direct", force=_flag(payload, "force") or verify, dry_run=_flag(payload, "dry_run"),
+                                 maintenance=_maintenance(payload), source_mode=_source_mode(payload),
+                                 mirror_format=_mirror_format(payload), verify=verify))
 
 
 def _source_mode(payload: Mapping[str, Any]) -> Optional[SourceMode]:
@@ -277,11 +279,12 @@ def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None
             for table in tables.names if isinstance(tables, Tables) else ():
                 check_for_catalog(catalog_type, "table", table, MIRROR_SUFFIX)
     stack_mode = settings.source_mode
-    if ev.source_mode and stack_mode and ev.source_mode != stack_mode:
-        raise EventError(f"'source_mode' {ev.source_mode.value!r}: this stack runs in {stack_mode.value} mode (stack "
+    asked = ev.options.source_mode
+    if asked and stack_mode and asked != stack_mode:
+        raise EventError(f"'source_mode' {asked.value!r}: this stack runs in {stack_mode.value} mode (stack "
                          "parameter SourceMode), and a request cannot change it"
                          + (": truncate writes OLake's tables, which the job role may not" if
-                            ev.source_mode == SourceMode.TRUNCATE else ""))
+                            asked == SourceMode.TRUNCATE else ""))
 
 
 def _tables(value: Any) -> TableSelection:

@@ -48,11 +48,8 @@ class Starts:
                 ctx.debouncer().schedule(namespace, due)
                 return Outcome(TriggerStatus.DEBOUNCED, "a commit arrived during the quiet period",
                                namespace=namespace, due=due)
-            return self.start(namespace, PendingTables(), ev.window, RunOptions("debounce"), cfg).about(namespace)
-        # A verify is asked for its own sake: no check of what is new first.
-        opts = RunOptions(ev.trigger, force=ev.force or ev.verify, dry_run=ev.dry_run, maintenance=ev.maintenance,
-                          source_mode=ev.source_mode, mirror_format=ev.mirror_format, verify=ev.verify)
-        return self.start(namespace, tables, f"{ev.trigger}:{ev.window}", opts, cfg).about(namespace)
+            return self.start(namespace, PendingTables(), ev.window, ev.options, cfg).about(namespace)
+        return self.start(namespace, tables, f"{ev.trigger}:{ev.window}", ev.options, cfg).about(namespace)
 
     def start(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
               cfg: DestinationConfig) -> Outcome:

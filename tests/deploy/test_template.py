@@ -216,7 +216,7 @@ def test_the_periodic_schedule_input_is_a_valid_schedule_payload():
     ev = classify(json.loads(text), from_env(env), "s3://bkt/wh", "req")
     assert isinstance(ev, RunRequest) and [ns for ns, _ in ev.targets] == ["sales", "crm"]
     # by default the periodic runs maintain mirrors only: nothing writes OLake's tables
-    assert ev.maintenance.expire_source_hours is None and ev.maintenance.compact_files
+    assert ev.options.maintenance.expire_source_hours is None and ev.options.maintenance.compact_files
 
 
 def _condition(template, name, params):
