@@ -45,6 +45,7 @@ class MotoStacks:
         self._template_json: Optional[Dict[str, Any]] = None
         _list_parameters_as_cloudformation_shows_them()
         self.stood_in: Dict[str, List[Tuple[str, str]]] = {}
+        self.calls: Dict[str, List[Any]] = {}  # each stack's trigger calls (testkit.iam.Call)
         self.env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": region,
                     "AWS_DEFAULT_REGION": region, "AWS_ENDPOINT_URL": url, "SAM_CLI_TELEMETRY": "0"}
 
@@ -216,11 +217,25 @@ class MotoStacks:
             handler.reset()
 
     def invoke(self, stack: str, event: Dict[str, Any]) -> Dict[str, Any]:
+        """The trigger's handler on `event`; its AWS calls, with their resources, go to self.calls."""
+        from testkit import iam
+
         with self._as_lambda(stack) as handler:
             ctx = SimpleNamespace(function_name=f"{stack}-trigger", memory_limit_in_mb=256,
                                   invoked_function_arn=f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{stack}-trigger",
                                   aws_request_id=str(uuid.uuid4()))
-            return handler.lambda_handler(copy.deepcopy(event), ctx)
+            with iam.recording(self.region, ACCOUNT) as rec:
+                try:
+                    return handler.lambda_handler(copy.deepcopy(event), ctx)
+                finally:
+                    self.calls.setdefault(stack, []).extend(rec.calls)
+
+    def role_policies(self, stack: str, role: str) -> List[Any]:
+        """The inline policy documents of the stack's role `role` (logical id), as moto's IAM holds them."""
+        iam = self.client("iam")
+        name = self._physical(stack)[role]
+        return [iam.get_role_policy(RoleName=name, PolicyName=p)["PolicyDocument"]
+                for p in iam.list_role_policies(RoleName=name)["PolicyNames"]]
 
     def run_now(self, stack: str, namespace: str, **payload: Any) -> Dict[str, Any]:
         """What `make run-now` asks the trigger; a started run is then finished as the job would."""

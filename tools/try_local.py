@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 
+from testkit import iam
 from testkit.moto_stack import MotoStacks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -115,6 +116,19 @@ def main(argv=None) -> int:
               f"run {run.get('job_run_id')} started for {run.get('tables')}; published {', '.join(metrics)}")
         refused, _ = quietly(moto.invoke, args.stack, {"namespace": "sales", "tables": ["ghost"]})
         check(refused["status"] == "refused", f"a table Glue lacks is refused, no run billed: {refused['reason']}")
+        metadata = sorted(k for k in olake if k.startswith("warehouse/sales/orders/metadata/")
+                          and k.endswith(".metadata.json"))[-1]
+        commit = {"source": "aws.s3", "detail-type": "Object Created", "id": "try-local-commit",
+                  "detail": {"bucket": {"name": BUCKET}, "object": {"key": metadata}}}
+        debounced, _ = quietly(moto.invoke, args.stack, commit)
+        check(debounced["status"] == "debounced", f"an OLake commit (s3://{BUCKET}/{metadata}) is debounced: the run "
+              f"starts once the sync has been quiet ({debounced.get('reason', '')})")
+        calls = moto.calls.get(args.stack, [])
+        missing = iam.ungranted(calls, moto.role_policies(args.stack, "TriggerRole"))
+        actions = len({c.action for c in calls})
+        check(bool(calls) and not missing, f"each of the trigger's {len(calls)} AWS calls ({actions} actions) is "
+              "granted by the stack's TriggerRole on the resource it touched",
+              "not granted:\n" + "\n".join(missing))
 
         step(f"make destroy STACK={args.stack} DESTROY_ARGS=\"--remove-artifacts --remove-mirrors --remove-secret "
              "--disable-bucket-events --yes\"")

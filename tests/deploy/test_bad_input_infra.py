@@ -141,7 +141,7 @@ def test_the_bad_input_doc_and_this_test_list_the_same_deploy_cases():
 
 
 @pytest.fixture(scope="module")
-def lake(clone, moto_url):
+def seeded(clone, moto_url):
     moto = MotoStacks(moto_url, REGION, root=str(clone), deploy_venv=DEPLOY_VENV)
     moto.seed_lake("lake", "warehouse", {"sales": ["orders"]})
     sm = moto.client("secretsmanager")
@@ -172,8 +172,8 @@ def _state(moto):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_deploy_input_exits_2_in_one_line_and_changes_nothing(case, lake):
-    moto, arns = lake
+def test_bad_deploy_input_exits_2_in_one_line_and_changes_nothing(case, seeded):
+    moto, arns = seeded
     args, env, message = CASES[case]
     env = {k: v.format(**arns) if k == "SECRET_ARN" else v for k, v in env.items()}
     before = _state(moto)

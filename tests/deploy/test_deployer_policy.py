@@ -105,7 +105,7 @@ def _mirror(s3, glue):
 
 
 @pytest.fixture
-def recorded(monkeypatch):
+def deploy_calls(monkeypatch):
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                  "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}.items():
         monkeypatch.setenv(k, v)
@@ -128,7 +128,7 @@ def recorded(monkeypatch):
         yield calls
 
 
-def test_the_deploy_scripts_calls_are_in_the_deployers_policy(recorded, tmp_path, capsys):
+def test_the_deploy_scripts_calls_are_in_the_deployers_policy(deploy_calls, tmp_path, capsys):
     sm, s3, glue = boto3.client("secretsmanager"), boto3.client("s3"), boto3.client("glue")
     body = json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/warehouse"}})
     arn = put_destination_secret.put(sm, "olake/destination", body)  # make secret
@@ -146,9 +146,9 @@ def test_the_deploy_scripts_calls_are_in_the_deployers_policy(recorded, tmp_path
                          "--disable-bucket-events", "--yes", "--artifacts", "s3://art/olake-cow/s",
                          "--warehouse", "s3://lake/warehouse", "--namespaces", "sales", "--secret", arn,
                          "--bucket", "lake"]) == 0, capsys.readouterr()
-    missing = recorded - policy_actions()
+    missing = deploy_calls - policy_actions()
     assert missing == set(), f"the deploy scripts call what the deployer's policy lacks: {sorted(missing)}"
-    assert recorded == SCRIPT_CALLS, sorted(recorded ^ SCRIPT_CALLS)
+    assert deploy_calls == SCRIPT_CALLS, sorted(deploy_calls ^ SCRIPT_CALLS)
 
 
 def test_the_deployers_policy_covers_the_templates_resources_and_nothing_else():

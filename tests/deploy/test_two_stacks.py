@@ -9,6 +9,7 @@ import re
 import pytest
 
 from conftest import DEPLOY_VENV, REGION
+from testkit import iam
 from testkit.moto_stack import MotoStacks
 
 pytestmark = [pytest.mark.deploy, pytest.mark.slow,
@@ -52,6 +53,11 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     assert ran_a["end"]["status"] == "finished" and ran_a["end"]["summary_status"] == "succeeded"
     with pytest.raises(Exception, match="namespace 'crm' is not one of this stack's source namespaces"):
         moto.run_now("stack-a", "crm")
+    # IAM, resource by resource: each trigger's calls are granted by its own stack's role, not by the other's
+    for stack, other in (("stack-a", "stack-b"), ("stack-b", "stack-a")):
+        calls = moto.calls[stack]
+        assert iam.ungranted(calls, moto.role_policies(stack, "TriggerRole")) == [], stack
+        assert iam.ungranted(calls, moto.role_policies(other, "TriggerRole")), (stack, other)
     a_objects = moto.objects(BUCKET, "olake-cow/stack-a/")
     assert any("/summaries/sales/" in k for k in a_objects) and any("/logs/" in k for k in a_objects)
     b_before = moto.objects(BUCKET, "olake-cow/stack-b/")

@@ -1,10 +1,7 @@
 """The job's main scenarios, run by each real-catalog module (test_glue.py, test_hive.py) on its own
 catalog: a first build, incremental updates and deletes of every kind OLake and users make, --verify,
 and a recreated source; every mirror read by Spark and the independent readers, against the model."""
-
-
-def rows(a, b):
-    return [{"_olake_id": str(i), "_op_type": "r", "v": i, "s": f"s{i}"} for i in range(a, b)]
+from testkit.lakes import rows
 
 
 def build_update_delete_verify(lake):

@@ -5,17 +5,9 @@ import pytest
 from tests.spark.catalog_scenarios import recreated_source
 
 from olake_cow.spark.catalog import IcebergCatalog
+from testkit.lakes import make
 
 pytestmark = [pytest.mark.spark]
-
-
-def rows(start, n, op="r", **cols):
-    return [{"_olake_id": str(i), "_op_type": op, "v": i, "s": f"s{i}", **cols} for i in range(start, start + n)]
-
-
-def make(lake, table="t", partition_by=()):
-    lake.writer.create_table(table, [("v", "int"), ("s", "string")], partition_by=partition_by)
-    lake.writer.backfill(table, rows(0, 20))
 
 
 def test_several_tables_and_one_failure_does_not_stop_the_others(catalog_lake):

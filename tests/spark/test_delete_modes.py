@@ -6,11 +6,9 @@ exactly, in every source mode and mirror format. The expected rows come from the
 not from the job."""
 import pytest
 
+from testkit.lakes import rows
+
 pytestmark = [pytest.mark.spark]
-
-
-def rows(a, b, v=0):
-    return [{"_olake_id": str(i), "v": i + v, "s": f"s{i}"} for i in range(a, b)]
 
 
 def cdc(lake, table, offset):

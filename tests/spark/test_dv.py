@@ -2,8 +2,6 @@
 no existing data file and writes deletion vectors and no other delete file, maintenance folds the
 vectors, the audit refuses an equality delete, and a mirror's format never changes silently. Every
 behaviour tested for cow mirrors runs on dv mirrors too (the `lake`, `rlake` and `tlake` fixtures)."""
-import json
-import os
 import time
 
 import pytest
@@ -12,6 +10,7 @@ from olake_cow.core.identity import foreign_change
 from olake_cow.core.maintenance import FOLDED_PROPERTY, MaintenanceOptions, maintenance_due
 from olake_cow.core.snapshots import ancestors
 from olake_cow.spark import merge
+from testkit.lakes import rows
 
 pytestmark = [pytest.mark.spark]
 
@@ -21,17 +20,6 @@ def dvlake(request, make_lake, destinations):
     """A dv mirror in each source mode (what only dv mirrors do; every other behaviour is tested in
     both formats through the `lake` fixture)."""
     return make_lake(destinations["hadoop"], "hadoop", request.param, "dv")
-
-
-def rows(a, b):
-    return [{"_olake_id": str(i), "v": i, "s": f"s{i}"} for i in range(a, b)]
-
-
-def summary_of(lake, *args, name="s"):
-    path = os.path.join(lake.dest_path + f".{name}-{len(args)}.json")
-    code = lake.run("--summary-out", path, *args)
-    with open(path, encoding="utf-8") as f:
-        return code, json.load(f)["tables"][0]
 
 
 def merges(lake, table="t"):
@@ -79,7 +67,7 @@ def test_maintenance_folds_the_deletion_vectors(dvlake):
                            pure_deletes=[str(50 + n)])
         assert lake.run() == 0
     assert lake.mirror("t").snapshot(lake.mirror("t").current_id).summary_int("total-delete-files") > 0
-    code, summary = summary_of(lake, "--fold-deletes", "--fold-ratio", "0.05")
+    code, summary = lake.run_summary("--fold-deletes", "--fold-ratio", "0.05")
     assert code == 0, summary
     assert summary["maintenance"]["files_folded"] >= 1
     current = lake.mirror("t").snapshot(lake.mirror("t").current_id)
@@ -105,7 +93,7 @@ def test_a_fold_that_leaves_thin_deletes_is_not_due_again_until_more_rows_are_de
         assert lake.run() == 0
 
     def fold():
-        code, summary = summary_of(lake, "--fold-deletes", "--fold-ratio", "0.2", name=f"fold{deleted()}")
+        code, summary = lake.run_summary("--fold-deletes", "--fold-ratio", "0.2")
         assert code == 0, summary
         return summary["maintenance"]["files_folded"]
 
@@ -148,7 +136,7 @@ def test_the_audit_refuses_a_staged_dv_snapshot_that_carries_an_equality_delete(
                     s.snapshot_id != staged.snapshot_id), key=lambda s: s.timestamp_ms)
 
     monkeypatch.setattr(merge.MirrorWriter, "stage", stage_with_an_equality_delete)
-    code, summary = summary_of(lake, name="audit")
+    code, summary = lake.run_summary()
     assert code == 1 and "failed its audit" in summary["error"] and "equality" in summary["error"], summary
     assert lake.mirror("t").current_id == before.current_id  # nothing published
     monkeypatch.undo()

@@ -7,17 +7,9 @@ import pytest
 
 from olake_cow.core.identity import DELETE_MODE_PROPERTY, MADE_BY_PROPERTY
 from olake_cow.core.snapshots import ancestors
+from testkit.lakes import make, rows
 
 pytestmark = [pytest.mark.spark]
-
-
-def rows(start, n, op="r"):
-    return [{"_olake_id": str(i), "_op_type": op, "v": i, "s": f"s{i}"} for i in range(start, start + n)]
-
-
-def make(lake, table="t"):
-    lake.writer.create_table(table, [("v", "int"), ("s", "string")])
-    lake.writer.backfill(table, rows(0, 20))
 
 
 def table_snapshot(lake, table_q):
@@ -50,7 +42,7 @@ def test_two_sources_in_one_mirror_namespace_are_refused(make_lake, destinations
     shared = first.cow_ns
     make(first)
     second.writer.create_table("t", [("v", "int"), ("s", "string")])
-    second.writer.backfill("t", rows(100, 5))
+    second.writer.backfill("t", rows(100, 105))
     assert first.run("--cow-namespace", shared) == 0
     before = table_snapshot(first, first.mirror_q("t"))
     second.cow_ns = shared

@@ -19,12 +19,9 @@ from olake_cow.core.maintenance import (
 )
 from olake_cow.core.modes import resolve_mode
 from olake_cow.spark import boundary
+from testkit.lakes import rows
 
 pytestmark = [pytest.mark.spark]
-
-
-def rows(a, b):
-    return [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(a, b)]
 
 
 def data_files(lake, ns, table):

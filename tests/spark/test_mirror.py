@@ -8,17 +8,9 @@ import pytest
 from tests.spark.catalog_scenarios import recreated_source
 
 from olake_cow.spark.mirror_ddl import spec_string
+from testkit.lakes import make, rows
 
 pytestmark = [pytest.mark.spark]
-
-
-def rows(start, n, op="r", **cols):
-    return [{"_olake_id": str(i), "_op_type": op, "v": i, "s": f"s{i}", **cols} for i in range(start, start + n)]
-
-
-def make(lake, table="t", partition_by=()):
-    lake.writer.create_table(table, [("v", "int"), ("s", "string")], partition_by=partition_by)
-    lake.writer.backfill(table, rows(0, 20))
 
 
 def test_upserts_and_tombstones_are_mirrored(lake):
@@ -300,7 +292,7 @@ def test_a_backlog_of_many_commits_is_merged_in_one_run(lake):
     """Twelve OLake commits since the last run: keys updated in several of them, deleted then
     written again, written then deleted, tombstoned then updated; one run merges them all."""
     make(lake)
-    lake.writer.backfill("t", rows(20, 80), chunk=20)
+    lake.writer.backfill("t", rows(20, 100), chunk=20)
     assert lake.run() == 0
     rng = random.Random(12)
     for i in range(12):

@@ -2,19 +2,14 @@
 do to it (a user's DELETE, another tool's rewrite_data_files, snapshot expiry) reaches the mirror
 right, without re-reading the table. Every run here also checks that it left the source's metadata
 untouched (Lake.run)."""
-import json
-import os
 import uuid
 
 import pytest
 
 from olake_cow.core import changesource
+from testkit.lakes import make, rows
 
 pytestmark = [pytest.mark.spark]
-
-
-def rows(a, b, **cols):
-    return [{"_olake_id": str(i), "v": i, "s": f"s{i}", **cols} for i in range(a, b)]
 
 
 def cdc(lake, n, table="t", base=0):
@@ -23,13 +18,6 @@ def cdc(lake, n, table="t", base=0):
                                       {"_olake_id": str(n + 1), "_op_type": "d"},
                                       {"_olake_id": f"new{base + n}", "_op_type": "c", "v": n}],
                               pure_deletes=[str(n + 2)])
-
-
-def summary_of(lake, tmp_path, *args):
-    path = str(tmp_path / f"summary-{len(os.listdir(tmp_path))}.json")
-    code = lake.run("--summary-out", path, *args)
-    with open(path, encoding="utf-8") as f:
-        return code, json.load(f)
 
 
 def source_files_read(table_summary):
@@ -72,9 +60,9 @@ def test_a_users_delete_from_on_the_source_reaches_the_mirror(rlake, tmp_path, v
                              mode=mode)
     if version == 3:
         assert lake.source("t").snapshot(lake.source("t").current_id).summary_int("added-dvs") >= 1
-    code, summary = summary_of(lake, tmp_path)
+    code, summary = lake.run_summary()
     assert code == 0, summary
-    t = summary["tables"][0]
+    t = summary
     assert not t["notes"], t  # read incrementally, not rebuilt
     assert t["rows_deleted"] == 6, t  # 5 by the DELETE, 1 pure equality delete
     # copy-on-write rewrote the file of the deleted rows: its other 5 rows are new files, merged again
@@ -98,15 +86,15 @@ def test_another_tools_rewrite_between_runs_is_not_read_again(rlake, tmp_path):
     lake.writer.rewrite_files("t")  # compacts everything, the new commit included
     second = cdc(lake, 50)
     assert any(s.operation == "replace" for s in lake.source("t").snapshots)
-    code, summary = summary_of(lake, tmp_path)
-    assert code == 0 and not summary["tables"][0]["notes"], summary
+    code, summary = lake.run_summary()
+    assert code == 0 and not summary["notes"], summary
     lake.assert_mirror_matches("t")
-    read = source_files_read(summary["tables"][0])
-    assert read <= added_files(lake, [first, second]), summary["tables"][0]
+    read = source_files_read(summary)
+    assert read <= added_files(lake, [first, second]), summary
     # only a rewrite since: nothing to read, the checkpoint moves on
     lake.writer.rewrite_files("t")
-    code, summary = summary_of(lake, tmp_path)
-    assert code == 0 and summary["tables"][0]["files_read"] == 0, summary
+    code, summary = lake.run_summary()
+    assert code == 0 and summary["files_read"] == 0, summary
     assert lake.mirror("t").properties["olake-cow.checkpoint"].split(":")[2] == str(lake.source("t").current_id)
     lake.assert_mirror_matches("t")
 
@@ -128,10 +116,10 @@ def test_a_rewrite_during_a_run_is_harmless_and_not_read_again(rlake, tmp_path, 
         assert lake.run_raw() == 0  # (the rewrite changes the source's metadata, not the run)
     lake.assert_mirror_matches("t", at=lake.mirror_source_snapshot("t"))
     later = cdc(lake, 30)
-    code, summary = summary_of(lake, tmp_path)
+    code, summary = lake.run_summary()
     assert code == 0, summary
     lake.assert_mirror_matches("t")
-    assert source_files_read(summary["tables"][0]) <= added_files(lake, [later]), summary["tables"][0]
+    assert source_files_read(summary) <= added_files(lake, [later]), summary
 
 
 def test_source_snapshots_expired_up_to_the_checkpoint_do_not_block(rlake, tmp_path):
@@ -147,15 +135,15 @@ def test_source_snapshots_expired_up_to_the_checkpoint_do_not_block(rlake, tmp_p
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{ident}', "
                           f"older_than => TIMESTAMP '{ts(held.timestamp_ms)}', retain_last => 1)")
     assert lake.source("t").snapshot(held.snapshot_id) is not None and len(lake.source("t").snapshots) < 10
-    code, summary = summary_of(lake, tmp_path)
-    assert code == 0 and not summary["tables"][0]["notes"], summary
+    code, summary = lake.run_summary()
+    assert code == 0 and not summary["notes"], summary
     lake.assert_mirror_matches("t")
     # Everything but the current snapshot expired (the one the mirror holds too): still incremental.
     cdc(lake, 20)
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{ident}', "
                           "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
     assert len(lake.source("t").snapshots) == 1
-    code, summary = summary_of(lake, tmp_path)
+    code, summary = lake.run_summary()
     assert code == 0, summary
     lake.assert_mirror_matches("t")
 
@@ -171,9 +159,9 @@ def test_verify_passes_on_a_right_mirror_and_reports_each_kind_of_difference(rla
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", rows(0, 30))
     cdc(lake, 3)
-    code, summary = summary_of(lake, tmp_path, "--verify")
+    code, summary = lake.run_summary("--verify")
     assert code == 0, summary
-    verified = summary["tables"][0]["verify"]
+    verified = summary["verify"]
     assert verified["ok"] and verified["missing_keys"] == verified["extra_keys"] == verified["differing_rows"] == 0
     assert verified["source_rows"] == verified["mirror_rows"] == len(lake.writer.model("t").expected())
     q = lake.mirror_q("t")
@@ -184,16 +172,16 @@ def test_verify_passes_on_a_right_mirror_and_reports_each_kind_of_difference(rla
 
     spark.table(q).where("_olake_id = '9'").withColumn("_olake_id", F.lit("intruder")).writeTo(q).append()
     # Verified as it is (a maintenance-only run merges nothing, so it does not repair the mirror first)
-    code, summary = summary_of(lake, tmp_path, "--verify", "--maintenance-only", "--expire-mirror-older-than", "9999")
+    code, summary = lake.run_summary("--verify", "--maintenance-only", "--expire-mirror-older-than", "9999")
     assert code == 1
-    t = summary["tables"][0]
+    t = summary
     assert t["status"] == "verify_failed" and "verify:" in t["error"]
     v = t["verify"]
     assert (v["missing_keys"], v["extra_keys"], v["differing_rows"]) == (1, 1, 1), v
     assert v["examples"] == {"differing": ["7"], "extra": ["intruder"], "missing": ["8"]}
     # A run that merges repairs the mirror someone else changed first, then verifies it
-    code, summary = summary_of(lake, tmp_path, "--verify")
-    assert code == 0 and summary["tables"][0]["repaired"] == 1 and summary["tables"][0]["verify"]["ok"]
+    code, summary = lake.run_summary("--verify")
+    assert code == 0 and summary["repaired"] == 1 and summary["verify"]["ok"]
 
 
 def test_verify_refuses_a_truncate_mode_mirror(spark, destinations, make_lake, tmp_path):
@@ -201,8 +189,8 @@ def test_verify_refuses_a_truncate_mode_mirror(spark, destinations, make_lake, t
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", rows(0, 5))
     before = lake.source_metadata()
-    code, summary = summary_of(lake, tmp_path, "--verify")
-    assert code == 2 and "needs a readonly mirror" in summary["tables"][0]["error"]
+    code, summary = lake.run_summary("--verify")
+    assert code == 2 and "needs a readonly mirror" in summary["error"]
     assert lake.source_metadata() == before and not lake.tables.namespace_exists(lake.cow_ns)  # nothing committed
 
 
@@ -218,11 +206,6 @@ def test_the_other_mode_on_an_existing_mirror_is_refused_with_how_to_switch(rlak
     assert (rlake.source_metadata(), rlake.mirror("t").metadata_location) == before
     assert rlake.run_raw() == 0  # without the option the mirror keeps its mode
     rlake.assert_mirror_matches("t")
-
-
-def make(lake, table="t"):
-    lake.writer.create_table(table, [("v", "int"), ("s", "string")])
-    lake.writer.backfill(table, rows(0, 20))
 
 
 def test_pyiceberg_refuses_the_source_but_reads_the_mirror(rlake):

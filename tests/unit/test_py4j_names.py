@@ -30,44 +30,44 @@ class FakeClient:
 
 
 @pytest.fixture
-def client():
+def fake_gateway():
     assert py4j_names.install()
     return FakeClient()
 
 
-def test_a_class_reached_through_packages_is_resolved_once_per_segment(client):
-    first = gateway.JVMView(client, "jvm", id="rj").org.apache.spark.sql.functions
-    assert client.asked == ["org", "org.apache", "org.apache.spark", "org.apache.spark.sql",
+def test_a_class_reached_through_packages_is_resolved_once_per_segment(fake_gateway):
+    first = gateway.JVMView(fake_gateway, "jvm", id="rj").org.apache.spark.sql.functions
+    assert fake_gateway.asked == ["org", "org.apache", "org.apache.spark", "org.apache.spark.sql",
                             "org.apache.spark.sql.functions"]
-    again = gateway.JVMView(client, "jvm", id="rj").org.apache.spark.sql.functions
-    assert again is first and len(client.asked) == 5
+    again = gateway.JVMView(fake_gateway, "jvm", id="rj").org.apache.spark.sql.functions
+    assert again is first and len(fake_gateway.asked) == 5
     assert isinstance(first, gateway.JavaClass) and first._fqn == "org.apache.spark.sql.functions"
 
 
-def test_views_with_other_imports_resolve_their_own_names(client):
-    one = gateway.JVMView(client, "jvm", id="rj").java.lang.Thread
-    other = gateway.JVMView(client, "jvm", id="other").java.lang.Thread
-    assert client.asked.count("java") == 2 and one is not other
+def test_views_with_other_imports_resolve_their_own_names(fake_gateway):
+    one = gateway.JVMView(fake_gateway, "jvm", id="rj").java.lang.Thread
+    other = gateway.JVMView(fake_gateway, "jvm", id="other").java.lang.Thread
+    assert fake_gateway.asked.count("java") == 2 and one is not other
 
 
-def test_a_name_that_fails_is_asked_again(client):
-    view = gateway.JVMView(client, "jvm", id="rj")
+def test_a_name_that_fails_is_asked_again(fake_gateway):
+    view = gateway.JVMView(fake_gateway, "jvm", id="rj")
     for _ in range(2):
         with pytest.raises(gateway.Py4JError):
             _ = view.missing
-    assert client.asked.count("missing") == 2
+    assert fake_gateway.asked.count("missing") == 2
 
 
-def test_python_protocol_names_never_reach_the_jvm(client):
-    view = gateway.JVMView(client, "jvm", id="rj")
+def test_python_protocol_names_never_reach_the_jvm(fake_gateway):
+    view = gateway.JVMView(fake_gateway, "jvm", id="rj")
     with pytest.raises(AttributeError):
         _ = view.org.__deepcopy__
-    assert client.asked.count("org.__deepcopy__") == 0
+    assert fake_gateway.asked.count("org.__deepcopy__") == 0
 
 
-def test_another_gateway_resolves_its_own_names(client):
+def test_another_gateway_resolves_its_own_names(fake_gateway):
     """A process that starts a new JVM (a new gateway) must not get the old JVM's classes."""
-    first = gateway.JVMView(client, "jvm", id="rj").java.lang.Thread
+    first = gateway.JVMView(fake_gateway, "jvm", id="rj").java.lang.Thread
     other = FakeClient()
     second = gateway.JVMView(other, "jvm", id="rj").java.lang.Thread
     assert other.asked == ["java", "java.lang", "java.lang.Thread"]

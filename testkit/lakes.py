@@ -1,0 +1,27 @@
+"""Test data and runs shared by the Spark tests: OLake-shaped rows, a small table made the way
+OLake's first sync makes it, and a run's summary entry."""
+import json
+import uuid
+from typing import Any, Dict, List, Sequence
+
+
+def rows(a: int, b: int, op: str = "r", v: int = 0, **cols: Any) -> List[Dict[str, Any]]:
+    """Rows for keys a..b-1 (`_olake_id` the decimal string of the key, as OLake writes an integer
+    key): `v` = key + v, `s` = "s<key>", plus `cols`."""
+    return [{"_olake_id": str(i), "_op_type": op, "v": i + v, "s": f"s{i}", **cols} for i in range(a, b)]
+
+
+def make(lake: Any, table: str = "t", partition_by: Sequence[str] = (), n: int = 20) -> None:
+    """OLake's first sync of `table` (v int, s string): keys 0..n-1."""
+    lake.writer.create_table(table, [("v", "int"), ("s", "string")], partition_by=partition_by)
+    lake.writer.backfill(table, rows(0, n))
+
+
+def summary_of(lake: Any, *args: str, table: str = "t") -> Dict[str, Any]:
+    """The summary entry of `table` after a run with `args`, which must succeed."""
+    path = f"{lake.dest_path}.summary-{uuid.uuid4().hex[:8]}.json"
+    code = lake.run("--summary-out", path, *args)
+    with open(path, encoding="utf-8") as f:
+        summary = json.load(f)
+    assert code == 0, summary
+    return next(t for t in summary["tables"] if t["table"] == table)
