@@ -8,6 +8,7 @@ template passes it to the job; EMR supplies the AWS SDK, as it does for its own 
 
     python -m infra.iceberg_jars for-release LABEL   prints the jar file a label's job runs ("" for 7.x)
 """
+import hashlib
 import sys
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Tuple
@@ -49,6 +50,14 @@ STACKS: Dict[str, Tuple[Jar, ...]] = {
 # The 8.x labels the template accepts: Spark 4.1.1, as the Spark 4 leg runs (template.yaml says the same).
 SPARK4_RELEASES = ("emr-spark-8.1.0",)
 SPARK4_RUNTIME = STACKS["4"][0]
+
+
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def job_jar(label: str) -> Optional[Jar]:

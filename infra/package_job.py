@@ -65,7 +65,7 @@ def upload(out: str, target: str, version: str, s3: "S3Client") -> str:
 
 def check_jar(path: str) -> str:
     """The jar's file name; SetupError for a file that is not a pinned jar, byte for byte."""
-    from infra.iceberg_jars import STACKS
+    from infra.iceberg_jars import STACKS, sha256
 
     name = os.path.basename(path)
     if not os.path.isfile(path):
@@ -73,12 +73,9 @@ def check_jar(path: str) -> str:
     pinned = {j.file: j for jars in STACKS.values() for j in jars}.get(name)
     if pinned is None:
         raise awsenv.SetupError(f"{name} is not a jar pinned in infra/iceberg_jars.py")
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != pinned.sha256:
-        raise awsenv.SetupError(f"{path} has SHA-256 {digest.hexdigest()}, pinned {pinned.sha256}: fetch it again "
+    actual = sha256(path)
+    if actual != pinned.sha256:
+        raise awsenv.SetupError(f"{path} has SHA-256 {actual}, pinned {pinned.sha256}: fetch it again "
                                 "(make SPARK=4 setup)")
     return name
 

@@ -11,7 +11,6 @@ DEST that already holds the pinned jars is left as it is, so nothing is download
 """
 import argparse
 import glob
-import hashlib
 import os
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ import sys
 import tempfile
 from typing import Dict
 
-from infra.iceberg_jars import STACKS, Jar
+from infra.iceberg_jars import STACKS, Jar, sha256
 
 # The Apache Iceberg REST reference server, for the tests: RESTCatalogServer (the main class of the
 # apache/iceberg-rest-fixture image) is published as iceberg-open-api's `test-fixtures` jar, with the
@@ -52,14 +51,6 @@ _IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/ma
   </dependencies>
 </ivy-module>
 """
-
-
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def ivy_jar() -> str:
