@@ -7,7 +7,10 @@ leg tests: `make deploy` uploads it beside the code (<ArtifactsPrefix>/code/jars
 template passes it to the job; EMR supplies the AWS SDK, as it does for its own Iceberg.
 
     python -m infra.iceberg_jars for-release LABEL   prints the jar file a label's job runs ("" for 7.x)
+
+Exit codes: 0 printed, 2 a bad command line.
 """
+import argparse
 import hashlib
 import sys
 from dataclasses import dataclass
@@ -66,13 +69,14 @@ def job_jar(label: str) -> Optional[Jar]:
 
 
 def main(argv: Sequence[str]) -> int:
-    if len(argv) != 2 or argv[0] != "for-release":
-        print("usage: python -m infra.iceberg_jars for-release LABEL", file=sys.stderr)
-        return 2
-    jar = job_jar(argv[1])
+    p = argparse.ArgumentParser(prog="iceberg_jars", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["for-release"], help="for-release: the jar a release label's job runs")
+    p.add_argument("label", help="an EmrReleaseLabel, e.g. emr-7.12.0 or emr-spark-8.1.0")
+    args = p.parse_args(argv)
+    jar = job_jar(args.label)
     print(jar.file if jar else "")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
