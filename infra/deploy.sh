@@ -39,7 +39,7 @@ mapfile -t EXTRA < "$PARAMS_FILE"  # one checked Key=Value a line: spaces and JS
 # A Spark 4.1 release (emr-spark-8.1.0) runs the Iceberg jar the Spark 4 leg pins: fetched by its Maven
 # coordinates into .venv-spark4 (make SPARK=4 setup, once) and uploaded beside the code.
 LABEL=$(sed -n 's/^EmrReleaseLabel=//p' "$PARAMS_FILE")
-JAR=$($PY -m infra.iceberg_jars for-release "${LABEL:-emr-7.12.0}")
+JAR=$($PY -m infra.iceberg_jars for-release "$LABEL")  # "" (the template's default, 7.x): none
 JAR_ARGS=()
 if [ -n "$JAR" ]; then
   SPARK4_JARS=${SPARK4_JARS:-.venv-spark4/jars}

@@ -78,5 +78,6 @@ def main(argv: Sequence[str]) -> int:
     print(jar.file if jar else "")
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

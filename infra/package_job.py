@@ -115,13 +115,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     def send() -> int:
         if args.upload:
-            if args.jar:
-                check_jar(args.jar)  # before anything is uploaded
             s3 = awsenv.session(args.region).client("s3")
+            if args.jar:  # first: a jar that is not the pinned one stops the deploy before any upload
+                print(f"Iceberg jar at {upload_jar(args.jar, args.upload, s3)}", file=sys.stderr)
             where = upload(args.out, args.upload, version, s3)
             print(f"uploaded to {where}", file=sys.stderr)
-            if args.jar:
-                print(f"Iceberg jar at {upload_jar(args.jar, args.upload, s3)}", file=sys.stderr)
         print(version)
         return 0
 

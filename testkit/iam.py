@@ -7,12 +7,20 @@ import ast
 import contextlib
 import fnmatch
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
 # The IAM action of an API call, where it is not "<signing name>:<operation>".
-ACTION_OF = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket", "s3:HeadBucket": "s3:ListBucket"}
+ACTION_OF = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket", "s3:HeadBucket": "s3:ListBucket",
+             "s3:DeleteObjects": "s3:DeleteObject", "s3:GetBucketNotificationConfiguration": "s3:GetBucketNotification",
+             "s3:PutBucketNotificationConfiguration": "s3:PutBucketNotification"}
+ApiCall = Tuple[str, Mapping[str, Any], Mapping[str, Any]]  # (IAM action, parameters, answer)
+
+
+def action_of(service: str, operation: str) -> str:
+    action = f"{service}:{operation}"
+    return ACTION_OF.get(action, action)
 
 
 @dataclass(frozen=True)
@@ -25,38 +33,38 @@ class Call:
         return f"{self.action} on {', '.join(self.resources)}"
 
 
-@dataclass
-class Recorder:
-    region: str
-    account: str
-    calls: List[Call] = field(default_factory=list)
-
-    def add(self, service: str, operation: str, params: Mapping[str, Any], answer: Mapping[str, Any]) -> None:
-        action = ACTION_OF.get(f"{service}:{operation}", f"{service}:{operation}")
-        context = (("aws:RequestedRegion", self.region),)
-        arn = resources_of(action, params, self.region, self.account)
-        self.calls.append(Call(action, arn, context + (("aws:ResourceAccount", self.account),)))
-        self.calls.extend(implied(action, params, answer, self.region, self.account))
-
-
 @contextlib.contextmanager
-def recording(region: str, account: str) -> Iterator[Recorder]:
-    """Every botocore call made in the block (any client, this process), with its resources."""
+def api_calls() -> Iterator[List[ApiCall]]:
+    """Every botocore call made in the block (any client, this process), a call that fails
+    included (AWS authorizes it before it fails), in order."""
     import botocore.client
 
-    rec = Recorder(region, account)
+    seen: List[ApiCall] = []
     original: Callable[..., Any] = botocore.client.BaseClient._make_api_call
 
     def record(client: Any, operation: str, params: Dict[str, Any]) -> Any:
-        answer = original(client, operation, params)
-        rec.add(client.meta.service_model.signing_name, operation, params, answer or {})
-        return answer
+        answer: Any = {}
+        try:
+            answer = original(client, operation, params)
+            return answer
+        finally:
+            seen.append((action_of(client.meta.service_model.signing_name, operation), params, answer or {}))
 
     botocore.client.BaseClient._make_api_call = record  # type: ignore[method-assign]
     try:
-        yield rec
+        yield seen
     finally:
         botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
+
+
+def iam_calls(seen: Sequence[ApiCall], region: str, account: str) -> List[Call]:
+    """The calls as IAM authorizes them: each on its resources, with the calls they imply."""
+    context = (("aws:RequestedRegion", region), ("aws:ResourceAccount", account))
+    out: List[Call] = []
+    for action, params, answer in seen:
+        out.append(Call(action, resources_of(action, params, region, account), context))
+        out.extend(implied(action, params, answer, region, account))
+    return out
 
 
 def resources_of(action: str, p: Mapping[str, Any], region: str, account: str) -> Tuple[str, ...]:
@@ -97,8 +105,9 @@ def implied(action: str, p: Mapping[str, Any], answer: Mapping[str, Any], region
         out.append(Call("iam:PassRole", (str(p["executionRoleArn"]),),
                         (("iam:PassedToService", "emr-serverless.amazonaws.com"),)))
         if p.get("tags") and answer.get("jobRunId"):
-            app = f"arn:aws:emr-serverless:{region}:{account}:/applications/{p['applicationId']}"
-            out.append(Call("emr-serverless:TagResource", (f"{app}/jobruns/{answer['jobRunId']}",)))
+            run = {**p, "jobRunId": answer["jobRunId"]}
+            out.append(Call("emr-serverless:TagResource", resources_of("emr-serverless:TagResource", run, region,
+                                                                       account)))
     if action in ("scheduler:CreateSchedule", "scheduler:UpdateSchedule") and (p.get("Target") or {}).get("RoleArn"):
         out.append(Call("iam:PassRole", (str(p["Target"]["RoleArn"]),),
                         (("iam:PassedToService", "scheduler.amazonaws.com"),)))

@@ -224,11 +224,11 @@ class MotoStacks:
             ctx = SimpleNamespace(function_name=f"{stack}-trigger", memory_limit_in_mb=256,
                                   invoked_function_arn=f"arn:aws:lambda:{self.region}:{ACCOUNT}:function:{stack}-trigger",
                                   aws_request_id=str(uuid.uuid4()))
-            with iam.recording(self.region, ACCOUNT) as rec:
+            with iam.api_calls() as seen:
                 try:
                     return handler.lambda_handler(copy.deepcopy(event), ctx)
                 finally:
-                    self.calls.setdefault(stack, []).extend(rec.calls)
+                    self.calls.setdefault(stack, []).extend(iam.iam_calls(seen, self.region, ACCOUNT))
 
     def role_policies(self, stack: str, role: str) -> List[Any]:
         """The inline policy documents of the stack's role `role` (logical id), as moto's IAM holds them."""

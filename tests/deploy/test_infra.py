@@ -197,28 +197,20 @@ def test_the_deploy_preflight_accepts_the_rest_secrets_of_each_kind(aws_env, wri
     assert "Rest-Secret-9" not in json.dumps(lines)
 
 
-def test_the_deploy_preflight_reads_the_secret_once(aws_env, monkeypatch, capsys):
-    import botocore.client
-
+def test_the_deploy_preflight_reads_the_secret_once(aws_env, capsys):
     from infra import preflight
+    from testkit import iam
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="lake")
     boto3.client("glue", region_name="us-east-1").create_database(DatabaseInput={"Name": "sales"})
     sm = boto3.client("secretsmanager", region_name="us-east-1")
     body = {"type": "ICEBERG", "writer": {"catalog_type": "glue", "iceberg_s3_path": "s3://lake/warehouse"}}
     arn = sm.create_secret(Name="olake/once", SecretString=json.dumps(body))["ARN"]
-    reads = []
-    original = botocore.client.BaseClient._make_api_call
-
-    def count(client, operation, params):
-        if operation == "GetSecretValue":
-            reads.append(params["SecretId"])
-        return original(client, operation, params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", count)
-    code = preflight.main(["--stack", "s", "--warehouse-bucket", "lake", "--warehouse-prefix", "warehouse",
-                           "--secret-arn", arn, "--namespaces", "sales", "--region", "us-east-1"])
+    with iam.api_calls() as seen:
+        code = preflight.main(["--stack", "s", "--warehouse-bucket", "lake", "--warehouse-prefix", "warehouse",
+                               "--secret-arn", arn, "--namespaces", "sales", "--region", "us-east-1"])
     assert code == 0, capsys.readouterr()
+    reads = [params["SecretId"] for action, params, _ in seen if action == "secretsmanager:GetSecretValue"]
     assert reads == [arn]
 
 

@@ -1,14 +1,13 @@
 """The trigger's IAM, call by call: every AWS action the Lambda performs while it handles each kind
 of event (recorded from botocore as it calls moto) is granted by the template's TriggerRole, and
 every action TriggerRole grants is either performed here or kept for a reason listed below."""
-import botocore.client
 import pytest
 from tests.deploy.test_template import load_template, statements
 
+from testkit import iam
+
 pytestmark = pytest.mark.aws
 
-# The IAM action of an API call, where it is not "<signing name>:<operation>".
-ACTION_OF = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket"}
 # Granted without a call of the same name in these tests, and why.
 KEPT = {
     "iam:PassRole": "StartJobRun passes the job role and CreateSchedule the scheduler role: AWS checks it, "
@@ -24,25 +23,16 @@ KEPT = {
 @pytest.fixture
 def recorded(aws, monkeypatch):
     """The IAM actions of the calls made inside aws.invoke (the Lambda), not by the test's setup."""
-    calls, active = set(), [False]
-    original = botocore.client.BaseClient._make_api_call
-
-    def record(client, operation, params):
-        if active[0]:
-            action = f"{client.meta.service_model.signing_name}:{operation}"
-            calls.add(ACTION_OF.get(action, action))
-        return original(client, operation, params)
-
+    calls = set()
     invoke = aws.invoke
 
     def invoking(event):
-        active[0] = True
-        try:
-            return invoke(event)
-        finally:
-            active[0] = False
+        with iam.api_calls() as seen:
+            try:
+                return invoke(event)
+            finally:
+                calls.update(action for action, _, _ in seen)
 
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
     monkeypatch.setattr(aws, "invoke", invoking)
     return calls
 
@@ -86,18 +76,11 @@ def test_every_call_of_the_jobs_python_side_is_granted_by_the_job_role(aws, monk
     from olake_cow.preflight import check_summary_bucket
     from testkit.aws import SECRET_ID
 
-    calls = set()
-    original = botocore.client.BaseClient._make_api_call
-
-    def record(client, operation, params):
-        action = f"{client.meta.service_model.signing_name}:{operation}"
-        calls.add({"s3:HeadBucket": "s3:ListBucket"}.get(action, ACTION_OF.get(action, action)))
-        return original(client, operation, params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
     target = "s3://lake/olake-cow/summaries/sales/run.json"
-    assert read_secret(SECRET_ID, None)
-    check_summary_bucket(target, None)
-    write_summary({"status": "succeeded", "tables": []}, target)
+    with iam.api_calls() as seen:
+        assert read_secret(SECRET_ID, None)
+        check_summary_bucket(target, None)
+        write_summary({"status": "succeeded", "tables": []}, target)
+    calls = {action for action, _, _ in seen}
     assert calls == {"secretsmanager:GetSecretValue", "s3:ListBucket", "s3:PutObject"}
     assert calls - granted("JobRole") == set()

@@ -50,21 +50,14 @@ def test_commit_event_starts_a_job_for_its_namespace_and_table(aws):
     assert item["job_run_id"]["S"] == run["jobRunId"] and "pending" not in item
 
 
-def test_a_start_reads_each_glue_table_once(aws, monkeypatch):
-    import botocore.client
+def test_a_start_reads_each_glue_table_once(aws):
+    from testkit import iam
 
     aws.glue_table("sales", "orders", "source_new_commit")
     aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
-    reads = []
-    original = botocore.client.BaseClient._make_api_call
-
-    def count(client, operation, params):
-        if operation == "GetTable":
-            reads.append((params["DatabaseName"], params["Name"]))
-        return original(client, operation, params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", count)
-    assert aws.invoke(aws.commit_event("sales", "orders"))["status"] == "started"
+    with iam.api_calls() as seen:
+        assert aws.invoke(aws.commit_event("sales", "orders"))["status"] == "started"
+    reads = [(p["DatabaseName"], p["Name"]) for action, p, _ in seen if action == "glue:GetTable"]
     assert sorted(reads) == sorted(set(reads)) and ("sales", "orders") in reads, reads
 
 

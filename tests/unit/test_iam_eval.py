@@ -22,10 +22,8 @@ POLICY = {"Statement": [
 
 
 def call(action, **params):
-    rec = iam.Recorder(REGION, ACCOUNT)
     service, op = action.split(":")
-    rec.add(service, op, params, {"jobRunId": "r1"})
-    return rec.calls
+    return iam.iam_calls([(iam.action_of(service, op), params, {"jobRunId": "r1"})], REGION, ACCOUNT)
 
 
 @pytest.mark.parametrize("calls, ok", [
