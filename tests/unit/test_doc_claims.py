@@ -1,7 +1,8 @@
 """What README.md and docs/ name, checked against the repository: every file path they give
 exists, every `make` target they name is in the Makefile, the stack parameters and the Lambda's
 environment tables of docs/OPERATIONS.md list exactly what template.yaml and the trigger's settings
-take, and every metric docs/OPERATIONS.md names is one the trigger publishes."""
+take, the README's writer-key table lists exactly the keys the job accepts, and every metric
+docs/OPERATIONS.md names is one the trigger publishes."""
 import glob
 import os
 import re
@@ -79,6 +80,15 @@ def test_the_lambda_environment_table_lists_exactly_what_the_trigger_reads():
         read = set(re.findall(r"\"([A-Z][A-Z0-9_]{3,})\"", f.read())) - {"AWS_REGION", "AWS_DEFAULT_REGION"}
     assert table - read == set(), f"documented, never read: {sorted(table - read)}"
     assert read - table == set(), f"read, not documented: {sorted(read - table)}"
+
+
+def test_the_writer_key_table_lists_exactly_the_keys_the_job_accepts():
+    from olake_cow.core.config import WRITER_KEYS
+
+    text = section("README.md", "Destination config and catalogs").split("### ", 1)[0]
+    table = first_column_names(text, r"[a-z][a-z0-9_]+")
+    assert table - set(WRITER_KEYS) == set(), f"documented, not accepted: {sorted(table - set(WRITER_KEYS))}"
+    assert set(WRITER_KEYS) - table == set(), f"accepted, not documented: {sorted(set(WRITER_KEYS) - table)}"
 
 
 def test_every_metric_the_docs_name_is_published_by_the_trigger():

@@ -35,3 +35,11 @@ def test_each_example_passes_the_jobs_rules_with_one_way_to_authenticate(path):
         assert public["oauth2-server-uri"].startswith("https://") and public.get("scope")
     for value in secret.values():
         assert value not in json.dumps(public)
+
+
+@pytest.mark.parametrize("flavour", ["lakekeeper", "polaris", "unity"])
+def test_the_flavours_that_hand_out_storage_keys_ask_for_them(flavour):
+    """Their S3 is usually reachable only with the keys LoadTable vends (README, REST catalogs)."""
+    with open(os.path.join(ROOT, "examples", "destinations", f"rest-{flavour}.json"), encoding="utf-8") as f:
+        public, _ = catalog_properties(parse_destination(json.load(f)))
+    assert public["header.X-Iceberg-Access-Delegation"] == "vended-credentials"

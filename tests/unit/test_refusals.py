@@ -34,3 +34,17 @@ def test_a_catalog_refusing_the_credentials_names_the_catalog_and_the_keys_to_ch
     assert str(err).startswith("catalog lake (https://catalog.example/api) refused the credentials: Not authorized")
     assert "writer.credential" in str(err) and "\n" not in str(err)
     assert catalog_refusal("org.apache.iceberg.exceptions.ServiceFailureException: Server error", "c", "u") is None
+
+
+def test_a_catalog_refusing_a_sigv4_signature_names_the_signing_keys():
+    from olake_cow.core.config import parse_destination, refused_by_catalog
+
+    text = ("org.apache.iceberg.exceptions.ForbiddenException: Forbidden: The request signature we calculated does "
+            "not match the signature you provided.\n\tat org.apache")
+    writer = {"catalog_type": "s3tables", "rest_catalog_url": "https://s3tables.eu-west-1.example/iceberg",
+              "iceberg_s3_path": "arn:aws:s3tables:eu-west-1:123456789012:bucket/b", "rest_signing_v_4": True,
+              "rest_signing_name": "s3tables"}
+    err = refused_by_catalog(text, parse_destination({"type": "ICEBERG", "writer": writer}))
+    assert isinstance(err, BAD_INPUT_ERRORS) and "\n" not in str(err)
+    assert "refused access with these credentials: Forbidden: The request signature" in str(err)
+    assert "writer.rest_signing_name" in str(err) and "writer.credential" not in str(err)

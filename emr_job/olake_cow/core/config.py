@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .errors import ConfigError
+from .errors import OAUTH_KEYS, SIGV4_KEYS, CatalogAuthError, ConfigError, catalog_refusal
 from .uris import split_s3
 
 
@@ -53,7 +53,7 @@ _STRING_KEYS = (
     "rest_signing_name", "rest_signing_region",
 ) + SECRET_KEYS
 _BOOL_KEYS = ("s3_use_ssl", "s3_path_style", "hive_sasl_enabled", "rest_signing_v_4",
-              "no_identifier_fields", "arrow_writes")
+              "no_identifier_fields", "arrow_writes", "rest_vended_credentials")
 _REQUIRED = {
     "jdbc": ("jdbc_url",),
     "hive": ("hive_uri",),
@@ -63,7 +63,8 @@ _INT_KEYS = ("hive_clients",)
 # Keys of OLake's own destination files that only its writer process uses (its gRPC server):
 # accepted anywhere in the file, of any type, and ignored.
 OLAKE_ONLY_KEYS = ("grpc_port", "server_host")
-# Every key a writer object may hold: OLake's documented writer keys, and jdbc_driver_jar (ours).
+# Every key a writer object may hold: OLake's documented writer keys, and two of ours
+# (jdbc_driver_jar, rest_vended_credentials).
 WRITER_KEYS = tuple(sorted(set(_STRING_KEYS + _BOOL_KEYS + _INT_KEYS + OLAKE_ONLY_KEYS)))
 WRAPPER_KEYS = ("type", "writer") + OLAKE_ONLY_KEYS
 _CATALOG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -359,16 +360,35 @@ def _glue(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
     _copy(cfg.writer, pub, (("glue_catalog_id", "glue.id"), ("glue_endpoint", "glue.endpoint")))
 
 
+def signs_with_sigv4(w: Mapping[str, Any]) -> bool:
+    return bool(_flag(w.get("rest_signing_v_4"))) or (w.get("rest_auth_type") or "").lower() == "sigv4"
+
+
+def refused_by_catalog(failure_text: str, cfg: DestinationConfig) -> Optional[CatalogAuthError]:
+    """A REST catalog's 401/403 as one line naming the catalog and the keys of its way of signing in."""
+    keys = SIGV4_KEYS if signs_with_sigv4(cfg.writer) else OAUTH_KEYS
+    return catalog_refusal(failure_text, cfg.catalog_name, str(cfg.get("rest_catalog_url") or cfg.catalog_type), keys)
+
+
 def _rest(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
     w = cfg.writer
     pub.update({"type": "rest", "uri": w["rest_catalog_url"], "warehouse": cfg.warehouse})
     _copy(w, pub, (("oauth2_uri", "oauth2-server-uri"), ("scope", "scope")))
     _copy(w, sec, (("token", "token"), ("credential", "credential")))
-    if _flag(w.get("rest_signing_v_4")) or (w.get("rest_auth_type") or "").lower() == "sigv4":
+    if signs_with_sigv4(w):
         pub["rest.sigv4-enabled"] = "true"
         pub["rest.signing-name"] = w.get("rest_signing_name") or "execute-api"
         if w.get("rest_signing_region") or w.get("aws_region"):
             pub["rest.signing-region"] = w.get("rest_signing_region") or w["aws_region"]
+        # The destination's static keys are its AWS identity: they sign too. Without them the
+        # signer takes the job role (EMR) or the AWS profile (local), as OLake's writer does.
+        if w.get("aws_access_key") and w.get("aws_secret_key"):
+            _copy(w, sec, (("aws_access_key", "rest.access-key-id"), ("aws_secret_key", "rest.secret-access-key"),
+                           ("aws_session_token", "rest.session-token")))
+    if _flag(w.get("rest_vended_credentials")):
+        # Iceberg applies what LoadTable vends (short-lived keys scoped to the table) over the
+        # destination's own S3 settings, for that table's files only.
+        pub["header.X-Iceberg-Access-Delegation"] = "vended-credentials"
 
 
 _CATALOG_PROPERTIES = {"hadoop": _hadoop, "jdbc": _jdbc, "hive": _hive, "glue": _glue, "rest": _rest}

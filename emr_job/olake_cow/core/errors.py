@@ -95,9 +95,14 @@ _REFUSED_BY_CATALOG = {"notauthorizedexception": "refused the credentials",
                        "forbiddenexception": "refused access with these credentials"}
 
 
-def catalog_refusal(failure_text: str, catalog: str, uri: str) -> Optional[CatalogAuthError]:
+OAUTH_KEYS = "writer.credential (client_id:secret), writer.token, writer.oauth2_uri and writer.scope"
+SIGV4_KEYS = ("writer.aws_access_key and writer.aws_secret_key (without them: the job role or the AWS profile), "
+              "writer.rest_signing_name and writer.rest_signing_region")
+
+
+def catalog_refusal(failure_text: str, catalog: str, uri: str, keys: str = OAUTH_KEYS) -> Optional[CatalogAuthError]:
     """The error to report when a failure is Iceberg's 401/403 from a REST catalog: the destination's
-    credential, token or scope is wrong, which no retry fixes."""
+    credential, token, scope or signing keys are wrong, which no retry fixes."""
     head = failure_text.strip().splitlines()
     first = next((line for line in head if "Exception" in line), "")
     what = next((v for k, v in _REFUSED_BY_CATALOG.items() if k in first.lower()), None)
@@ -105,5 +110,4 @@ def catalog_refusal(failure_text: str, catalog: str, uri: str) -> Optional[Catal
         return None
     reason = first.split("Exception:", 1)[-1].strip()
     return CatalogAuthError(
-        f"catalog {catalog} ({uri}) {what}: {reason}. Check writer.credential (client_id:secret), writer.token, "
-        "writer.oauth2_uri and writer.scope in the destination config")
+        f"catalog {catalog} ({uri}) {what}: {reason}. Check {keys} in the destination config")

@@ -6,8 +6,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, List, Optional
 
-from ..core.config import DestinationConfig, redact
-from ..core.errors import OlakeCowError, catalog_refusal, store_refusal
+from ..core.config import DestinationConfig, redact, refused_by_catalog
+from ..core.errors import OlakeCowError, store_refusal
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import Owner, ownership
 from ..core.options import JobOptions
@@ -47,8 +47,7 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
 
 def _fail(res: TableResult, exc: BaseException, secrets: List[str], cfg: DestinationConfig) -> TableResult:
     text = str(exc)
-    exc = (store_refusal(text, res.mirror)
-           or catalog_refusal(text, cfg.catalog_name, str(cfg.get("rest_catalog_url") or cfg.catalog_type)) or exc)
+    exc = store_refusal(text, res.mirror) or refused_by_catalog(text, cfg) or exc
     res.fail(exc, redact(error_text(exc), secrets))
     log.error("[%s] failed: %s", res.table, res.error)
     return res
