@@ -1,6 +1,6 @@
 """Stack parameters given as `EXTRA_PARAMS="Key=Value Key2=Value two"`, parsed and checked against
 template.yaml's own constraints (the parameter exists, Type, AllowedValues, AllowedPattern,
-MinValue/MaxValue) before anything is uploaded. A value may hold spaces and JSON: a new pair
+MinValue/MaxValue, and the template's Rules) before anything is uploaded. A value may hold spaces and JSON: a new pair
 starts only where a known parameter name is followed by '='.
 
     python -m infra.stack_params 'MirrorFormat=dv ScheduleMaintenance={"compact_files": true}'
@@ -74,8 +74,40 @@ def check(pairs: Dict[str, str], template: Dict[str, Any]) -> None:
         if "\n" in value:
             raise awsenv.SetupError(f"{where}: a value cannot hold a line break")
         _check_rule(spec[key], value, where)
+    _check_rules(pairs, template)
     if "ScheduleMaintenance" in pairs:
         _check_maintenance(pairs["ScheduleMaintenance"])
+
+
+def _holds(expr: Any, values: Dict[str, str]) -> Any:
+    """A Rules expression (Ref, Fn::Equals, Fn::Not, Fn::And, Fn::Or) over the parameters' values."""
+    if not isinstance(expr, dict):
+        return str(expr)
+    (fn, arg), = expr.items()
+    if fn == "Ref":
+        return values[arg]
+    parts = [_holds(a, values) for a in (arg if isinstance(arg, list) else [arg])]
+    if fn == "Fn::Equals":
+        return parts[0] == parts[1]
+    if fn == "Fn::Not":
+        return not parts[0]
+    if fn in ("Fn::And", "Fn::Or"):
+        return all(parts) if fn == "Fn::And" else any(parts)
+    raise ValueError(f"template.yaml Rules: {fn} is not evaluated by infra/stack_params.py")
+
+
+def _check_rules(pairs: Dict[str, str], template: Dict[str, Any]) -> None:
+    """SetupError for the first of the template's Rules the parameters break (CloudFormation would
+    refuse the stack for it, after the upload)."""
+    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    values.update(pairs)
+    for name, rule in (template.get("Rules") or {}).items():
+        if "RuleCondition" in rule and not _holds(rule["RuleCondition"], values):
+            continue
+        for assertion in rule["Assertions"]:
+            if not _holds(assertion["Assert"], values):
+                raise awsenv.SetupError(f"EXTRA_PARAMS: {assertion['AssertDescription'].strip()} (template.yaml "
+                                        f"Rules {name})")
 
 
 def _check_number(rule: Dict[str, Any], value: str, where: str) -> None:

@@ -94,6 +94,8 @@ CASES = {
     "extra-below-minimum": (*deploy(EXTRA_PARAMS="JobTimeoutMinutes=1"), "must be at least 5"),
     "extra-pattern": (*deploy(EXTRA_PARAMS="EmrReleaseLabel=emr-6.15.0"), "does not match the parameter's pattern"),
     "extra-own-setting": (*deploy(EXTRA_PARAMS="ArtifactsPrefix=x"), "make deploy sets ArtifactsPrefix"),
+    "extra-image-on-spark4": (*deploy(EXTRA_PARAMS="EmrReleaseLabel=emr-spark-8.1.0 ImageUri=r.example/olake:1"),
+                              "ImageUri (the job image of infra/image) is built for emr-7.x releases"),
     "extra-twice": (*deploy(EXTRA_PARAMS="MirrorFormat=dv MirrorFormat=cow"), "EXTRA_PARAMS names MirrorFormat twice"),
     "extra-maintenance-orphans": (*deploy(EXTRA_PARAMS='ScheduleMaintenance={"remove_orphans_hours": 0}'),
                                   "'maintenance.remove_orphans_hours' must be at least 24 hours"),

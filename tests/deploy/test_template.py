@@ -367,3 +367,22 @@ def test_try_local_stands_in_only_for_what_motos_cloudformation_cannot_create():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = f.read()
     assert [t for t in STAND_INS if f"`{t}`" not in readme] == []
+
+
+@pytest.mark.parametrize("params, refused", [
+    ({"EmrReleaseLabel": "emr-spark-8.1.0", "ImageUri": "r.example/olake:1"}, True),
+    ({"EmrReleaseLabel": "emr-spark-8.1.0"}, False),
+    ({"ImageUri": "r.example/olake:1"}, False),  # the default release is 7.x
+    ({"EmrReleaseLabel": "emr-7.12.0", "ImageUri": "r.example/olake:1"}, False),
+])
+def test_the_job_image_is_refused_on_spark4_by_the_templates_rules_as_make_deploy_checks_them(params, refused):
+    """infra/stack_params.py evaluates template.yaml's Rules, so make deploy refuses before any upload
+    what CloudFormation would refuse after it."""
+    from infra import awsenv, stack_params
+
+    text = " ".join(f"{k}={v}" for k, v in params.items())
+    if refused:
+        with pytest.raises(awsenv.SetupError, match="Rules ImageIsForEmr7"):
+            stack_params.parse(text)
+    else:
+        assert stack_params.parse(text) == params
