@@ -80,7 +80,12 @@ def resources_of(action: str, p: Mapping[str, Any], region: str, account: str) -
         cat = str(p.get("CatalogId") or account)
         base = f"arn:aws:glue:{region}:{cat}:"
         db = p.get("DatabaseName") or p.get("Name")
+        table = (p.get("TableInput") or {}).get("Name") or p.get("Name")
         found = {"GetDatabase": (f"{base}catalog", f"{base}database/{db}"),
+                 "CreateDatabase": (f"{base}catalog", f"{base}database/{(p.get('DatabaseInput') or {}).get('Name')}"),
+                 **{op: (f"{base}catalog", f"{base}database/{p.get('DatabaseName')}",
+                         f"{base}table/{p.get('DatabaseName')}/{table}")
+                    for op in ("CreateTable", "UpdateTable", "DeleteTable")},
                  "GetTable": (f"{base}catalog", f"{base}database/{p.get('DatabaseName')}",
                               f"{base}table/{p.get('DatabaseName')}/{p.get('Name')}"),
                  "GetTables": (f"{base}catalog", f"{base}database/{p.get('DatabaseName')}",

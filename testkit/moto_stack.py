@@ -376,6 +376,20 @@ def _referring(template: Dict[str, Any], made: Dict[str, str], stand_ins: List[s
     return body
 
 
+def template_role_policies(role: str, params: Dict[str, str], stack: str = "olake-cow",
+                           region: str = "us-east-1") -> List[Dict[str, Any]]:
+    """The inline policy documents of template.yaml's role `role` (logical id) as CloudFormation
+    makes them from these parameters, the others at their defaults (no stack needed)."""
+    from testkit.template import load_template
+
+    template = load_template()
+    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    resolve = _Resolver(stack, region, {**values, **params}, template)
+    for name in template["Resources"]:  # the attributes a policy may name
+        resolve.values[f"{name}.Arn"] = f"arn:aws:cloudformation:{region}:{ACCOUNT}:stand-in/{stack}/{name}"
+    return [resolve(p["PolicyDocument"]) for p in template["Resources"][role]["Properties"]["Policies"]]
+
+
 class _Resolver:
     """CloudFormation's intrinsic functions over a template's parameters and the resources made so
     far: what a stand-in's properties resolve to."""
@@ -406,6 +420,8 @@ class _Resolver:
                                                               else self.values[m.group(1)]), text)
             if fn == "Fn::Join":
                 return arg[0].join(str(x) for x in self(arg[1]))
+            if fn == "Fn::Split":
+                return str(self(arg[1])).split(arg[0])
             if fn == "Fn::If":
                 return self(arg[1] if self.condition(arg[0]) else arg[2])
         out = {k: self(v) for k, v in node.items()}

@@ -10,8 +10,11 @@ Iceberg REST catalog servers:
                    LoadTable; with `vending=True`, S3 keys scoped to the table's prefix (its STS) for
                    a client that asks with X-Iceberg-Access-Delegation: vended-credentials.
 """
+import base64
+import html
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -21,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
@@ -134,13 +137,34 @@ class MotoServer(_Server):
     def recorded_actions(self) -> Set[str]:
         """The IAM actions of the requests since start_recording (Glue by its X-Amz-Target, S3 by its
         method and query), from moto's request recorder."""
+        return {action for action, _ in self.recorded_requests()}
+
+    def recorded_requests(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """(IAM action, the parameters that name its resources) of each request since
+        start_recording: Glue's JSON body; S3's Bucket, Key (one request per key of a multi-object
+        delete) and list prefix, from its path-style URL."""
         self._recorder("stop")
-        actions = set()
+        out: List[Tuple[str, Dict[str, Any]]] = []
         for line in self._recorder("download").decode().splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                actions.add(iam_action(entry["method"], entry["url"], entry["headers"]))
-        return actions
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            body = base64.b64decode(entry["body"]) if entry.get("body_encoded") else entry.get("body", "").encode()
+            action = iam_action(entry["method"], entry["url"], entry["headers"])
+            if action.startswith("glue:"):
+                out.append((action, json.loads(body or b"{}")))
+                continue
+            parsed = urllib.parse.urlsplit(entry["url"])
+            bucket, _, key = parsed.path.lstrip("/").partition("/")
+            if action == "s3:ListBucket":
+                prefix = urllib.parse.parse_qs(parsed.query).get("prefix", [""])[0]
+                out.append((action, {"Bucket": bucket, "prefix": prefix}))
+            elif action == "s3:DeleteObject" and not key:
+                keys = re.findall(r"<Key>([^<]*)</Key>", body.decode())
+                out += [(action, {"Bucket": bucket, "Key": html.unescape(k)}) for k in keys]
+            else:
+                out.append((action, {"Bucket": bucket, "Key": urllib.parse.unquote(key)}))
+        return out
 
 
 def iam_action(method: str, url: str, headers: Dict[str, str]) -> str:

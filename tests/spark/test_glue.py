@@ -30,16 +30,21 @@ def moto_s3_glue(moto_s3_glue_server):
     return moto_s3_glue_server.url
 
 
-@pytest.fixture(params=["cow", "dv"])
-def glue_lake(request, moto_s3_glue, make_lake):
-    url = moto_s3_glue
-    destination = {"type": "ICEBERG", "writer": {
+def glue_destination(url):
+    return {"type": "ICEBERG", "writer": {
         "catalog_type": "glue", "catalog_name": "gluecat", "iceberg_s3_path": "s3://lake/warehouse",
         "aws_region": REGION, "glue_endpoint": url, "s3_endpoint": url,
         "aws_access_key": KEY, "aws_secret_key": KEY}}
-    io = {"s3.endpoint": url, "s3.access-key-id": KEY, "s3.secret-access-key": KEY, "s3.region": REGION,
-          "s3.path-style-access": "true"}
-    return make_lake(destination, "glue", "readonly", request.param, io)
+
+
+def glue_io(url):
+    return {"s3.endpoint": url, "s3.access-key-id": KEY, "s3.secret-access-key": KEY, "s3.region": REGION,
+            "s3.path-style-access": "true"}
+
+
+@pytest.fixture(params=["cow", "dv"])
+def glue_lake(request, moto_s3_glue, make_lake):
+    return make_lake(glue_destination(moto_s3_glue), "glue", "readonly", request.param, glue_io(moto_s3_glue))
 
 
 def test_glue_and_s3_first_build_incremental_updates_and_deletes_and_verify(glue_lake):
@@ -52,24 +57,56 @@ def test_glue_and_s3_recreated_source_rebuilds_the_mirror(glue_lake):
     recreated_source(glue_lake)
 
 
-@pytest.mark.parametrize("glue_lake", ["cow"], indirect=True)
-def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role(glue_lake, moto_s3_glue_server):
+def job_role_calls(server, lake):
+    """The job's recorded requests as IAM authorizes them: each on its ARNs, S3 lists with their prefix."""
+    from testkit.iam import Call, resources_of
+    from testkit.moto_stack import ACCOUNT
+
+    context = (("aws:RequestedRegion", REGION), ("aws:ResourceAccount", ACCOUNT))
+    calls = []
+    for action, params in server.recorded_requests():
+        extra = (("s3:prefix", params["prefix"]),) if action == "s3:ListBucket" else ()
+        calls.append(Call(action, resources_of(action, params, REGION, ACCOUNT), context + extra))
+    return calls
+
+
+@pytest.mark.parametrize("mode", ["readonly", "truncate"])
+def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_resources(moto_s3_glue, make_lake,
+                                                                                       moto_s3_glue_server, mode):
     """Iceberg's GlueCatalog and S3FileIO, as the job drives them (a first build, a merge, maintenance
-    that expires and removes files), recorded by the moto server they call: every action is one the
-    template's JobRole grants (tests/trigger/test_iam_calls.py checks the job's Python side)."""
+    that expires and removes files), recorded by the moto server they call: every call is granted by
+    the template's JobRole, as CloudFormation makes it for this lake's stack, on the ARNs AWS checks
+    (a readonly stack writes only under <prefix>/*_cow/*_cow/ and commits only mirror tables). The
+    job's Python side: tests/trigger/test_iam_calls.py. OLake's own writes are not recorded."""
     from tests.trigger.test_iam_calls import granted
 
-    w = glue_lake.writer
+    from testkit.iam import ungranted
+    from testkit.moto_stack import template_role_policies
+
+    lake = make_lake(glue_destination(moto_s3_glue), "glue", mode, "cow", glue_io(moto_s3_glue))
+    w = lake.writer
     w.create_table("t", [("v", "int"), ("s", "string")])
     w.backfill("t", [{"_olake_id": str(i), "v": i, "s": "a"} for i in range(40)], chunk=20)
     moto_s3_glue_server.start_recording()
-    assert glue_lake.run() == 0
+    assert lake.run() == 0
+    calls = job_role_calls(moto_s3_glue_server, lake)
     w.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
              pure_deletes=["3"])
-    assert glue_lake.run("--expire-mirror-older-than", "0", "--remove-orphans-older-than", "24") == 0
-    actions = moto_s3_glue_server.recorded_actions()
-    glue_lake.assert_mirror_matches("t")
+    moto_s3_glue_server.start_recording()
+    assert lake.run("--expire-mirror-older-than", "0", "--remove-orphans-older-than", "24") == 0
+    calls += job_role_calls(moto_s3_glue_server, lake)
+    lake.assert_mirror_matches("t")
+    actions = {c.action for c in calls}
     assert {"glue:GetTable", "glue:CreateTable", "glue:UpdateTable", "s3:GetObject", "s3:PutObject"} <= actions
+    policies = template_role_policies("JobRole", {"WarehouseBucket": "lake", "WarehousePrefix": "warehouse",
+                                                  "SourceNamespaces": lake.ns, "SourceMode": mode})
+    assert ungranted(calls, policies) == []
+    # ... and not by a readonly stack's role, when the job wrote OLake's table (truncate mode)
+    readonly = template_role_policies("JobRole", {"WarehouseBucket": "lake", "WarehousePrefix": "warehouse",
+                                                  "SourceNamespaces": lake.ns, "SourceMode": "readonly"})
+    wrote_source = ungranted(calls, readonly)
+    assert bool(wrote_source) is (mode == "truncate"), wrote_source
+    assert all(f"/{lake.ns}/t" in c or f"/{lake.ns}.db/t/" in c for c in wrote_source), wrote_source
     assert sorted(actions - granted("JobRole")) == []
     assert sorted(granted("JobRole") - actions - set(JOB_ROLE_KEPT)) == []  # every other grant has its reason
 
