@@ -69,18 +69,34 @@ def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, re
     assert set(KEPT) <= role, f"KEPT names actions the role no longer grants: {sorted(set(KEPT) - role)}"
 
 
-def test_every_call_of_the_jobs_python_side_is_granted_by_the_job_role(aws, monkeypatch):
-    """The job's own AWS calls (Iceberg's Java side is Glue and S3FileIO, granted by the same role):
-    its config from the secret, the S3 summary's bucket check, the summary itself."""
+def test_every_call_of_the_jobs_python_side_is_granted_by_the_job_role_on_its_resources(aws, monkeypatch):
+    """The job's own AWS calls (Iceberg's Java side is Glue and S3FileIO: tests/spark/test_glue.py):
+    its config from the secret (by the ARN the trigger passes), the S3 summary's bucket check and the
+    summary itself, against JobRole as CloudFormation makes it. The bucket check (HeadBucket, IAM's
+    s3:ListBucket with no prefix) is the one call the role refuses, and the job leaves a refused
+    check to the run."""
+    import boto3
+    from botocore.exceptions import ClientError
+
     from olake_cow.cli import read_secret, write_summary
     from olake_cow.preflight import check_summary_bucket
-    from testkit.aws import SECRET_ID
+    from testkit.aws import ACCOUNT, REGION, SECRET_ID
+    from testkit.moto_stack import template_role_policies
 
+    arn = boto3.client("secretsmanager", region_name=REGION).describe_secret(SecretId=SECRET_ID)["ARN"]
     target = "s3://lake/olake-cow/summaries/sales/run.json"
     with iam.api_calls() as seen:
-        assert read_secret(SECRET_ID, None)
+        assert read_secret(arn, None)
         check_summary_bucket(target, None)
         write_summary({"status": "succeeded", "tables": []}, target)
-    calls = {action for action, _, _ in seen}
-    assert calls == {"secretsmanager:GetSecretValue", "s3:ListBucket", "s3:PutObject"}
-    assert calls - granted("JobRole") == set()
+    assert {action for action, _, _ in seen} == {"secretsmanager:GetSecretValue", "s3:ListBucket", "s3:PutObject"}
+    policies = template_role_policies("JobRole", {
+        "WarehouseBucket": "lake", "WarehousePrefix": "warehouse", "ArtifactsBucket": "lake",
+        "ArtifactsPrefix": "olake-cow", "DestinationSecretArn": arn, "SourceNamespaces": "sales"})
+    assert iam.ungranted(iam.iam_calls(seen, REGION, ACCOUNT), policies) == ["s3:ListBucket on arn:aws:s3:::lake"]
+
+    def refused(client, operation, params):
+        raise ClientError({"Error": {"Code": "403", "Message": "Forbidden"}}, "HeadBucket")
+
+    monkeypatch.setattr("botocore.client.BaseClient._make_api_call", refused)
+    check_summary_bucket(target, None)  # refused: left to the run, which writes the summary (granted above)
