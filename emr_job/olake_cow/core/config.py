@@ -182,12 +182,25 @@ def _check_types(writer: Mapping[str, Any]) -> None:
         raise ConfigError(f"writer.hive_clients must be an integer, got {writer['hive_clients']!r}")
 
 
+def nessie_refusal(catalog: str, how: str) -> ConfigError:
+    """Nessie's REST catalog (seen with 0.99.0) serves each table with its current snapshot only and
+    makes a staged (write-audit-publish) snapshot the current one: the job can neither read what
+    changed between two of OLake's commits nor stage a merge for audit there."""
+    return ConfigError(
+        f"catalog {catalog} is Nessie ({how}): Nessie keeps a table's history in its own commits and serves "
+        "each table with its current snapshot only, so the changes between two of OLake's commits cannot be "
+        "read through it, and it would publish a mirror's staged snapshot before its audit. Nessie is not "
+        "supported; nothing was written")
+
+
 def _catalog_type(writer: Mapping[str, Any]) -> CatalogType:
     """The catalog type (REST aliases as rest), once every key it requires is set."""
     raw_type = (writer.get("catalog_type") or "glue").strip().lower()
     if raw_type not in CATALOG_TYPES:
         raise ConfigError(f"writer.catalog_type {raw_type!r} is not supported; "
                           f"use one of: {', '.join(CATALOG_TYPES)}")
+    if raw_type == "nessie":
+        raise nessie_refusal(str(writer.get("catalog_name") or DEFAULT_CATALOG_NAME), "writer.catalog_type")
     catalog_type = CatalogType.REST if raw_type in REST_ALIASES else CatalogType(raw_type)
     for key in ("iceberg_s3_path",) + _REQUIRED.get(catalog_type, ()):
         if not str(writer.get(key) or "").strip():

@@ -105,6 +105,11 @@ class IcebergCatalog:
         text = self.iceberg.TableMetadataParser.toJson(meta)
         return state_from_metadata(json.loads(text), str(meta.metadataFileLocation()))
 
+    def served_by_nessie(self) -> bool:
+        """Whether a REST catalog's server is Nessie (its config says so to every client)."""
+        props = self.catalog.properties()
+        return str(props.get("nessie.is-nessie-catalog") or "").lower() == "true"
+
     def namespace_exists(self, namespace: str) -> bool:
         return bool(self.catalog.namespaceExists(self._namespace(namespace)))
 
