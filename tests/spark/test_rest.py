@@ -37,14 +37,21 @@ def _require(why: str) -> None:
         pytest.skip(why)
 
 
+def on_moto(kind, warehouse):
+    """A catalog server of `kind` whose files go to S3 on a moto server of its own."""
+    _require(kind.available())
+    moto = MotoServer("lake", KEY, REGION).start()
+    try:
+        server = kind(moto.url, warehouse, KEY, REGION).start()
+        yield server
+        server.stop()
+    finally:
+        moto.stop()
+
+
 @pytest.fixture(scope="module")
 def reference():
-    _require(ReferenceServer.available())
-    moto = MotoServer("lake", KEY, REGION).start()
-    server = ReferenceServer(moto.url, "s3://lake/rest-warehouse", KEY, REGION).start()
-    yield server
-    server.stop()
-    moto.stop()
+    yield from on_moto(ReferenceServer, "s3://lake/rest-warehouse")
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +73,7 @@ def seaweed_vending():
 
 @pytest.fixture(scope="module")
 def nessie():
-    _require(NessieServer.available())
-    moto = MotoServer("lake", KEY, REGION).start()
-    server = NessieServer(moto.url, "s3://lake/nessie-warehouse", KEY, REGION).start()
-    yield server
-    server.stop()
-    moto.stop()
+    yield from on_moto(NessieServer, "s3://lake/nessie-warehouse")
 
 
 def reference_destination(server, catalog="refcat", **auth):
