@@ -96,11 +96,15 @@ def _holds(expr: Any, values: Dict[str, str]) -> Any:
     raise ValueError(f"template.yaml Rules: {fn} is not evaluated by infra/stack_params.py")
 
 
+def with_defaults(pairs: Dict[str, str], template: Dict[str, Any]) -> Dict[str, str]:
+    """Every parameter's value: the given ones, the template's defaults for the rest."""
+    return {**{k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}, **pairs}
+
+
 def _check_rules(pairs: Dict[str, str], template: Dict[str, Any]) -> None:
     """SetupError for the first of the template's Rules the parameters break (CloudFormation would
     refuse the stack for it, after the upload)."""
-    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
-    values.update(pairs)
+    values = with_defaults(pairs, template)
     for name, rule in (template.get("Rules") or {}).items():
         if "RuleCondition" in rule and not _holds(rule["RuleCondition"], values):
             continue

