@@ -23,6 +23,7 @@ from .core.config import (
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
+from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
 from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
@@ -101,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--upgrade-mirror", action="store_true",
                    help="with --mirror-format dv: upgrade an existing cow mirror in place to format version 3 "
                         "(cannot be undone)")
+    p.add_argument("--resume-from-source", action="store_true",
+                   help="truncate mode, once, after OLake's snapshots were expired past the mirror's checkpoint: "
+                        "merge what OLake's table still holds into the mirror (its rows are kept) instead of "
+                        "stopping; changes OLake's table no longer holds are missed, and the summary says so")
     p.add_argument("--delete-mode", choices=("keep", "hard"), default="keep",
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
@@ -211,14 +216,34 @@ def _check_s3_summary_out(target: str) -> None:
         raise ConfigError(f"--summary-out {target!r} contains a space")
 
 
+def check_summary_place(target: Optional[str], cfg: DestinationConfig, job: JobOptions) -> None:
+    """A summary never lands among tables' files: inside the warehouse (where OLake's tables and
+    the hadoop catalog's metadata live) or the mirrors' base location, a file named like a table's
+    next metadata file would make that table unreadable."""
+    if not target:
+        return
+    places = [cfg.warehouse, job.cow_base_location or ""]
+    here = _comparable(target if "://" in target or target.startswith("file:") else os.path.abspath(target))
+    for place in places:
+        if ("://" in place or place.startswith("/")) and here.startswith(_comparable(place).rstrip("/") + "/"):
+            raise ConfigError(f"--summary-out {target} lies inside {place}, where tables keep their files: "
+                              "write the summary outside the warehouse and the mirrors' location")
+
+
+def _comparable(location: str) -> str:
+    """One spelling per place (core/identity.py), local paths with their links resolved."""
+    spelled = comparable_location(location)
+    return os.path.realpath(spelled) if spelled.startswith("/") else spelled
+
+
 def _check_local_summary_out(target: str) -> None:
     parent = os.path.dirname(os.path.abspath(target))
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--summary-out {target}: cannot create {parent}: {exc.strerror}") from None
-    if os.path.isdir(target) or not os.access(parent, os.W_OK):
+    existing = parent
+    while not os.path.exists(existing):  # nothing is created before the run: the nearest folder that exists
+        existing = os.path.dirname(existing)
+    if os.path.isdir(target) or not os.path.isdir(existing) or not os.access(existing, os.W_OK):
         raise ConfigError(f"--summary-out {target} is not a writable file path")
+    parent = existing
     # written through a `.tmp` beside it: the longer name must fit the file system too
     longest = len(os.path.basename(target).encode()) + len(".tmp")
     if longest > os.pathconf(parent, "PC_NAME_MAX"):
@@ -343,7 +368,7 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
     job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
-                     verify=args.verify)
+                     verify=args.verify, resume_from_source=args.resume_from_source)
     return job, tables
 
 
@@ -354,6 +379,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     extra = _spark_conf(args.spark_conf, cfg.catalog_name)
     _check_master(args.spark_master)
     check_summary_out(args.summary_out, args.destination_details)
+    check_summary_place(args.summary_out, cfg, job)
     from .spark.session import launch_conf, under_spark_submit
 
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar

@@ -14,6 +14,7 @@ from olake_cow.core.errors import SourceModeError
 from olake_cow.core.identity import ownership, source_problem
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
+from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import TableState, state_from_metadata
 
 from .decide import TableCheck
@@ -30,8 +31,9 @@ def is_truncate_boundary(meta: Dict[str, Any]) -> bool:
 class Freshness:
     """Per table of a namespace: what a run would do, from the catalog's metadata (glue.py)."""
 
-    def __init__(self, tables: GlueTables, cow_suffix: str, source_mode: Optional[SourceMode] = None) -> None:
-        self.tables, self.suffix, self.source_mode = tables, cow_suffix, source_mode
+    def __init__(self, tables: GlueTables, cow_suffix: str, source_mode: Optional[SourceMode] = None,
+                 ask: TableAsk = TableAsk()) -> None:
+        self.tables, self.suffix, self.source_mode, self.ask = tables, cow_suffix, source_mode, ask
 
     def check(self, namespace: str, tables: Optional[Sequence[str]], maintenance: MaintenanceOptions,
               now_ms: int) -> Dict[str, TableCheck]:
@@ -49,7 +51,7 @@ class Freshness:
             except SourceModeError:
                 out[name] = TableCheck(merge="source mode conflict")  # the run reports it
                 continue
-            step = planner.plan_next(source, mirror, mode)
+            step = planner.plan_table(source, mirror, mode, self.ask)
             due: List[str] = []
             if maintenance.requested and source.exists:
                 due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),

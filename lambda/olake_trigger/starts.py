@@ -8,6 +8,7 @@ from botocore.exceptions import ClientError
 
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.maintenance import MaintenanceOptions
+from olake_cow.core.planner import TableAsk
 
 from . import jobs
 from .context import Context
@@ -118,7 +119,8 @@ class Starts:
                      "when nothing is new", cfg.catalog_type, cfg.catalog_name)
             return None
         try:
-            checks = Freshness(glue, self.ctx.s.cow_suffix, self.ctx.s.source_mode).check(
+            checks = Freshness(glue, self.ctx.s.cow_suffix, self.ctx.s.source_mode,
+                               TableAsk(self.ctx.s.delete_mode)).check(
                 namespace, tables.names if isinstance(tables, Tables) else None, maintenance, self.ctx.now() * 1000)
         except (ClientError, ValueError, KeyError) as exc:
             log.warning("metadata check for %s failed (%s: %s); starting the run anyway", namespace,

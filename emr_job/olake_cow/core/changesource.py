@@ -53,12 +53,14 @@ class ChangeSource(Generic[R]):
     writes_source = False
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
         """The next step. `rebuild`: a reason the mirror must be rebuilt whatever its checkpoint says
-        (a mirror someone else changed is found by the planners themselves, identity.py)."""
+        (a mirror someone else changed is found by the planners themselves, identity.py). `resume`:
+        merge what the source still holds past expired change sets (truncate mode)."""
         raise NotImplementedError
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+                 resume: bool = False) -> List[str]:
         raise NotImplementedError
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
@@ -75,11 +77,12 @@ class TruncateSource(ChangeSource[ReadsBoundaries]):
     writes_source = True
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
-        return truncate.plan(source, mirror, may_close, rebuild)
+             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
+        return truncate.plan(source, mirror, may_close, rebuild, resume)
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
-        return truncate.describe(source, mirror, rebuild)
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+                 resume: bool = False) -> List[str]:
+        return truncate.describe(source, mirror, rebuild, resume)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         # Change sets after the last merged boundary live only in the snapshots from it on.
@@ -95,10 +98,11 @@ class ReadonlySource(ChangeSource[ReadsHistory]):
     mode = SourceMode.READONLY
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
         return readonly.plan(source, mirror, target_id, rebuild)
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
+    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+                 resume: bool = False) -> List[str]:
         return readonly.describe(source, mirror, rebuild)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:

@@ -82,9 +82,9 @@ def store_refusal(failure_text: str, mirror: str) -> Optional[StoreRefusedError]
         return None
     return StoreRefusedError(
         f"{mirror}: the table's storage refused a deletion-vector (Puffin) file (403 Forbidden), which dv mirrors "
-        "write for every update and delete: this store cannot hold a dv mirror. Use --mirror-format cow (drop this "
-        "dv mirror first: Iceberg tables cannot go back to format version 2, and a readonly run rebuilds it from "
-        "OLake's table)")
+        "write for every update and delete: this store cannot hold a dv mirror, and nothing was published. Mirror "
+        "into another namespace with --mirror-format cow (--cow-namespace); a readonly mirror can be rebuilt from "
+        "OLake's table, a truncate mirror is the only complete copy: keep it)")
 
 
 class CatalogAuthError(ConfigError):

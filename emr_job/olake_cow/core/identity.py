@@ -24,20 +24,18 @@ from .checkpoint import (
     CHECKPOINT_PROPERTY,
     DATA_CHECKPOINT_PROPERTY,
     FORMAT_PROPERTY,
-    MODE_PROPERTY,
     SOURCE_PROPERTY,
+    Marker,
     marker_of,
     parse_marker,
     rejected,
 )
-from .snapshots import Operation, Snapshot, TableState, ancestors
+from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors
 from .uris import S3_SCHEMES
 
 MADE_BY_PROPERTY = "olake-cow.made-by"
 MADE_BY = "olake-cow"
 DELETE_MODE_PROPERTY = "olake-cow.delete-mode"
-# What mirrors of earlier versions carry (any one of them marks the table as the project's).
-LEGACY_PROPERTIES = (SOURCE_PROPERTY, CHECKPOINT_PROPERTY, MODE_PROPERTY, FORMAT_PROPERTY)
 
 
 class Owner(str, Enum):
@@ -59,51 +57,166 @@ class Ownership:
 
 
 def ownership(mirror: TableState, source: str, mirror_name: str) -> Ownership:
-    """Whether the job may write the table at the mirror's name (`source`: `<namespace>.<table>`)."""
+    """Whether the job may write the table at the mirror's name (`source`: `<namespace>.<table>`).
+    One property proves nothing: the job's mirror carries the made-by marker, names this source,
+    and holds the job's commits (a checkpoint marker in its history or its checkpoint property),
+    or holds no data yet (a first build that stopped after creating it)."""
     if not mirror.exists:
         return Ownership(Owner.NONE)
     props = mirror.properties
     made = props.get(MADE_BY_PROPERTY) == MADE_BY
-    legacy = not made and (any(k in props for k in LEGACY_PROPERTIES)
-                           or any(marker_of(s) is not None for s in mirror.snapshots))
-    if not made and not legacy:
-        return Ownership(Owner.FOREIGN, (
-            f"{mirror_name} exists and was not made by olake-cow (it has no {MADE_BY_PROPERTY} property): "
-            "nothing was written to it. Rename or drop that table, or mirror into another namespace "
-            "(--cow-namespace)"))
     recorded = props.get(SOURCE_PROPERTY)
-    if recorded and recorded != source:
+    commits = _holds_job_commits(mirror)
+    if recorded and recorded != source and (made or commits):
         return Ownership(Owner.OTHER_SOURCE, (
             f"{mirror_name} is the mirror of {recorded}, not of {source}: nothing was written to it. "
             "Two source namespaces cannot share one mirror namespace; give this one its own --cow-namespace"))
-    return Ownership(Owner.OURS if made else Owner.LEGACY)
+    if made and recorded == source and (commits or mirror.current_id is None):
+        return Ownership(Owner.OURS)
+    if not made and commits:
+        return Ownership(Owner.LEGACY)
+    return Ownership(Owner.FOREIGN, _foreign_reason(mirror_name, made, recorded, commits))
 
 
-def foreign_change(mirror: TableState) -> Optional[str]:
-    """Why the mirror's current snapshot is not one the job left (None when it is). Only the job's
-    publishes (a checkpoint marker in the summary) and rewrites that keep content (`replace`:
-    compaction, manifest rewrites, another tool's compaction) may follow the newest marker."""
+def _holds_job_commits(mirror: TableState) -> bool:
+    """A snapshot the job published (its checkpoint marker), or the checkpoint property that
+    outlives their expiry, naming one source table throughout."""
+    markers = [m for m in (marker_of(s) for s in mirror.snapshots) if m is not None]
+    prop = parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY))
+    if prop is not None and markers and prop.source_uuid not in {m.source_uuid for m in markers}:
+        return False  # a checkpoint of a source none of its commits came from: not written by the job
+    return bool(markers) or prop is not None
+
+
+def _foreign_reason(mirror_name: str, made: bool, recorded: Optional[str], commits: bool) -> str:
+    if not made:
+        missing = f"it has no {MADE_BY_PROPERTY} property"
+    elif not recorded:
+        missing = f"it carries {MADE_BY_PROPERTY} but names no source ({SOURCE_PROPERTY})"
+    else:
+        missing = "it carries olake-cow's properties but holds data and none of the job's commits"
+    return (f"{mirror_name} exists and was not made by olake-cow ({missing}): nothing was written to it. "
+            "Mirror into another namespace (--cow-namespace), or rename that table")
+
+
+def foreign_change(mirror: TableState, source: TableState = MISSING) -> Optional[str]:
+    """Why the mirror is not as the job left it (None when it is): its current snapshot (a
+    rollback, a user's commit), its columns (a user's drop, rename or added column) or its format
+    version. Only the job's publishes (a checkpoint marker in the summary) and rewrites that keep
+    content (`replace`: compaction, manifest rewrites, another tool's compaction) may follow the
+    newest marker."""
     if not mirror.exists or mirror.current_id is None:
         return None
+    return _history_change(mirror) or _column_change(source, mirror) or _format_change(mirror)
+
+
+def _history_change(mirror: TableState) -> Optional[str]:
     chain, complete = ancestors(mirror)
     last = max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
     after: List[Snapshot] = chain if last is None else chain[last + 1:]
     foreign = [s for s in after if s.operation != Operation.REPLACE.value]
-    data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
     if foreign and (last is not None or complete):
         s = foreign[-1]
         return (f"mirror snapshot {s.snapshot_id} ({s.operation or 'no operation'}) was committed by someone else "
                 "after the job's last commit")
-    if last is not None and chain[last].snapshot_id in rejected(mirror):
+    if last is None:
+        if complete and parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY)) is not None:
+            return (f"the mirror's current snapshot {mirror.current_id} holds none of the job's commits "
+                    "(it was rolled back or set by someone else)")
+        return None
+    if chain[last].snapshot_id in rejected(mirror):
         return f"mirror snapshot {chain[last].snapshot_id} failed its audit but was made current by someone else"
-    held = marker_of(chain[last]) if last is not None else None
+    return _data_checkpoint_change(mirror, marker_of(chain[last]))
+
+
+def _data_checkpoint_change(mirror: TableState, held: Optional[Marker]) -> Optional[str]:
+    data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
     if data is not None and held is not None and held != data:
         return (f"the mirror's current snapshot {mirror.current_id} holds source snapshot {held.snapshot_id}, "
                 f"not {data.snapshot_id} that the job left it at (it was rolled back or set by someone else)")
-    if data is not None and held is None and complete:
-        return (f"the mirror's current snapshot {mirror.current_id} holds none of the job's commits "
-                "(it was rolled back or set by someone else)")
     return None
+
+
+def _column_change(source: TableState, mirror: TableState) -> Optional[str]:
+    """A column the job gave the mirror that someone dropped or renamed, or one someone added. The
+    job never drops a mirror column and renames one only after the source, so a name the source
+    still has that the mirror had and lacks now, or a mirror name no source schema ever had, is a
+    user's edit."""
+    if not source.exists or not mirror.fields:
+        return None
+    source_now = set(source.fields.values())
+    mirror_now = set(mirror.fields.values())
+    for field_id, name in sorted(mirror.past_fields):
+        if name in mirror_now or name not in source_now:
+            continue
+        renamed = mirror.fields.get(field_id)
+        if renamed is None:
+            return f"column {name} of the mirror was dropped by someone else"
+        if renamed not in source_now:
+            return f"column {name} of the mirror was renamed to {renamed} by someone else"
+    ever = source_now | {n for _, n in source.past_fields}
+    added = sorted(mirror_now - ever)
+    if added:
+        return f"the mirror's column {added[0]} is in no schema of its source: it was added by someone else"
+    return None
+
+
+def _format_change(mirror: TableState) -> Optional[str]:
+    built = mirror.properties.get(FORMAT_PROPERTY)
+    wanted = FORMAT_VERSIONS.get(built or "cow")
+    if wanted is not None and mirror.format_version != wanted:
+        return (f"the mirror is a {built or 'cow'} mirror (format version {wanted}) and someone set its "
+                f"format-version to {mirror.format_version}")
+    return None
+
+
+def layout_change(source: TableState, mirror: TableState) -> Optional[str]:
+    """What makes the mirror's table itself unfit to be rebuilt in place: a column someone dropped,
+    renamed or added, a format version someone changed, or a source column type it cannot take. A
+    readonly mirror is then created anew (OLake's table holds every row)."""
+    return _column_change(source, mirror) or _format_change(mirror) or incompatible_column(source, mirror)
+
+
+# A mirror's format version per mirror format (modes.MirrorFormat; the strings keep identity.py
+# below modes.py in the import order).
+FORMAT_VERSIONS = {"cow": 2, "dv": 3}
+
+
+def incompatible_column(source: TableState, mirror: TableState) -> Optional[str]:
+    """A column whose type in the source the mirror's cannot become (Iceberg promotes int to long,
+    float to double and widens decimals, nothing else): a column dropped and re-added with another
+    type, or a source recreated with one."""
+    if not (source.exists and mirror.exists):
+        return None
+    for name, wanted in sorted(source.types.items()):
+        held = mirror.types.get(name)
+        if held is not None and held != wanted and not _promotes(held, wanted):
+            return (f"the source's column {name} is now {wanted} and the mirror's is {held}, which Iceberg "
+                    "cannot change into it")
+    return None
+
+
+_PROMOTIONS = {("int", "long"), ("float", "double")}
+
+
+def _promotes(held: str, wanted: str) -> bool:
+    if (held, wanted) in _PROMOTIONS:
+        return True
+    if held.startswith("decimal(") and wanted.startswith("decimal("):
+        (p1, s1), (p2, s2) = (tuple(int(x) for x in t[8:-1].split(",")) for t in (held, wanted))
+        return s1 == s2 and p2 >= p1
+    return False
+
+
+def restore_advice(mirror: TableState) -> str:
+    """How to bring a truncate mirror someone changed back to what the job left, keeping its rows."""
+    data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
+    left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data]
+    where = (f"mirror snapshot {left[-1].snapshot_id} holds every row as the job left it: roll the mirror back to it "
+             f"(CALL <catalog>.system.rollback_to_snapshot('<mirror>', {left[-1].snapshot_id})), " if left else "")
+    return (f"To resume, {where}undo the change (rename a column back, restore a property; a column dropped "
+            "from the mirror keeps its values in the job's snapshots: read them with VERSION AS OF) and run again. "
+            "Do not drop the mirror: it is the only complete copy")
 
 
 def delete_mode_change(mirror: TableState, requested: str) -> Optional[str]:
@@ -135,7 +248,8 @@ def source_problem(source: TableState, name: str) -> Optional[SourceProblem]:
 def location_problem(mirror_location: str, source_location: str, name: str) -> Optional[str]:
     """Why a new mirror may not live at `mirror_location`: inside its source table's location or its
     source namespace's folder (where OLake's tables and their orphan removal live)."""
-    mirror, table = _comparable(mirror_location).rstrip("/") + "/", _comparable(source_location).rstrip("/")
+    mirror = comparable_location(mirror_location).rstrip("/") + "/"
+    table = comparable_location(source_location).rstrip("/")
     namespace = table.rsplit("/", 1)[0] + "/" if "/" in table.split("://", 1)[-1] else None
     for folder, what in ((table + "/", "its source table"), (namespace, "its source namespace's folder")):
         if folder and mirror.startswith(folder):
@@ -144,7 +258,7 @@ def location_problem(mirror_location: str, source_location: str, name: str) -> O
     return None
 
 
-def _comparable(location: str) -> str:
+def comparable_location(location: str) -> str:
     """One spelling per place: file:///p, file:/p and /p are one local path; s3a:// and s3n:// are s3://."""
     scheme, sep, rest = location.partition("://")
     if sep and f"{scheme.lower()}://" in S3_SCHEMES:

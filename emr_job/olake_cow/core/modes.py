@@ -59,8 +59,9 @@ def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode) ->
             f"(--source-mode {requested.value} was asked); omit --source-mode to keep {built.value}. ")
     if built == SourceMode.TRUNCATE:
         return head + ("To switch to readonly: OLake's table only holds the changes since the last "
-                       "truncate, so drop the mirror, have OLake re-sync the table (full refresh), then run "
-                       "with --source-mode readonly.")
+                       "truncate and this mirror is the only complete copy, so keep it as it is; have OLake "
+                       "re-sync the table (full refresh), then mirror it with --source-mode readonly into another "
+                       "namespace (--cow-namespace).")
     return head + ("To switch to truncate (OLake's table then only keeps the changes since the last run): "
                    "drop the mirror and run with --source-mode truncate; that run rebuilds it.")
 
@@ -112,9 +113,9 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
             "--mirror-format to keep cow.")
     raise MirrorFormatError(
         f"{mirror_name} is a dv mirror (format version 3) and --mirror-format cow was asked: Iceberg tables cannot go "
-        "back to format version 2, so it must be rebuilt. Drop the mirror; in readonly mode the next run with "
-        "--mirror-format cow rebuilds it from OLake's table (in truncate mode the mirror is the only complete copy: "
-        "copy it to another table first). Or omit --mirror-format to keep dv.")
+        "back to format version 2, so it must be rebuilt: in readonly mode mirror into another namespace with "
+        "--mirror-format cow (--cow-namespace), which builds a new mirror from OLake's table; in truncate mode the "
+        "mirror is the only complete copy, so keep it as it is. Or omit --mirror-format to keep dv.")
 
 
 def parse_format(value: Optional[str], what: str = "--mirror-format") -> Optional[MirrorFormat]:

@@ -4,6 +4,7 @@ from typing import Optional
 
 from .maintenance import MaintenanceOptions
 from .modes import MirrorFormat, SourceMode
+from .planner import TableAsk
 
 
 @dataclass(frozen=True)
@@ -21,3 +22,9 @@ class JobOptions:
     mirror_format: Optional[MirrorFormat] = None  # None: the mirror's own; cow for new mirrors
     upgrade_mirror: bool = False  # allow --mirror-format dv to upgrade an existing cow mirror in place
     verify: bool = False
+    resume_from_source: bool = False  # truncate mode: merge what the source still holds past expired change sets
+
+    @property
+    def ask(self) -> TableAsk:
+        """What the run asks of every table beyond its mode (planner.py)."""
+        return TableAsk(self.delete_mode, self.resume_from_source)

@@ -9,19 +9,61 @@ run's.
 How a change set is found depends on the source mode; each mode's rules live in their own module
 behind `ChangeSource` (changesource.py): `readonly.py` and `truncate.py`.
 """
-from typing import Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 from .changesource import for_mode
+from .identity import delete_mode_change, foreign_change, incompatible_column
 from .modes import SourceMode
 from .snapshots import TableState
 from .steps import Advance, Done, Step
+
+
+@dataclass(frozen=True)
+class TableAsk:
+    """What a run asks of one table beyond its source mode: the job's command line, or the stack's
+    settings in the trigger's idle check (the same inputs, so both decide alike)."""
+
+    delete_mode: str = "keep"
+    resume: bool = False  # --resume-from-source (truncate mode)
+
+
+def rebuild_reason(source: TableState, mirror: TableState, ask: TableAsk) -> Optional[str]:
+    """Why the mirror's rows must be rebuilt whatever its checkpoint says (a readonly mirror is
+    rebuilt; a truncate mirror, the only complete copy, is refused): another --delete-mode than it
+    was built with, or a source column type it cannot take. Someone else's change to the mirror
+    (identity.foreign_change) is found by the mode's planner itself."""
+    built = delete_mode_change(mirror, ask.delete_mode)
+    if built is not None:
+        return (f"the mirror was built with --delete-mode {built} and --delete-mode {ask.delete_mode} was asked: "
+                f"its rows are rebuilt with {ask.delete_mode}")
+    return incompatible_column(source, mirror)
+
+
+def repair_reason(source: TableState, mirror: TableState, ask: TableAsk) -> Optional[str]:
+    """Why a run rebuilds the mirror because someone changed it or asked another delete mode (the
+    summary's `repaired`), or None."""
+    return foreign_change(mirror, source) or (delete_mode_change(mirror, ask.delete_mode) and
+                                              rebuild_reason(source, mirror, ask))
+
+
+def plan_table(source: TableState, mirror: TableState, mode: SourceMode, ask: TableAsk,
+               target_id: Optional[int] = None, may_close: bool = True) -> Step:
+    """What a run does next for one table: the one decision the job's loop and the trigger's idle
+    check both take, from the same inputs."""
+    return for_mode(mode).plan(source, mirror, target_id, may_close, rebuild_reason(source, mirror, ask), ask.resume)
+
+
+def describe_table(source: TableState, mirror: TableState, mode: SourceMode, ask: TableAsk) -> List[str]:
+    """The plan of a dry run, in words."""
+    return for_mode(mode).describe(source, mirror, rebuild_reason(source, mirror, ask), ask.resume)
 
 
 def plan_next(source: TableState, mirror: TableState, mode: SourceMode, target_id: Optional[int] = None,
               may_close: bool = True) -> Step:
     """`target_id`: the source snapshot this run stops at (default: the current one). `may_close`:
     truncate mode may still close a change set in this run (at most one per run)."""
-    return for_mode(mode).plan(source, mirror, target_id, may_close)
+    return plan_table(source, mirror, mode, TableAsk(), target_id, may_close)
 
 
 def has_work(step: Step) -> bool:

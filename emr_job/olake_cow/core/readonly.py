@@ -54,7 +54,7 @@ def _position(source: TableState, mirror: TableState, target_id: Optional[int],
         return Blocked(f"source snapshot {target_id} is not in the source's metadata any more")
     target = Marker(str(source.uuid), target_id, target_snap.sequence_number)
     chain, _ = ancestors(source, target_id)
-    repair = rebuild or foreign_change(mirror)
+    repair = rebuild or foreign_change(mirror, source)
     if repair:
         return _Position(target, None, tuple(chain), repair, repair=True)
     return _from_checkpoint(source, find_checkpoint(mirror), target, tuple(chain))
@@ -98,9 +98,21 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
         return merge
     if pos.since.snapshot_id == pos.target.snapshot_id or not any(s.changes_files for s in pos.pending):
         return Done(UP_TO_DATE)
-    if not any(s.changes_content for s in pos.pending):
+    if not any(_changes_content(s) for s in pos.pending):
         return Advance(pos.target)
     return merge
+
+
+def _changes_content(snap: Snapshot) -> bool:
+    """Whether a source snapshot changes what a readonly mirror holds. Another olake-cow job's
+    truncate (truncate mode, marked `olake-cow.boundary`) does not: OLake's rows did not change,
+    they were moved into that job's mirror, so this mirror keeps them."""
+    return snap.changes_content and not snap.is_boundary
+
+
+def other_truncates(source: TableState, mirror: TableState) -> List[int]:
+    """Truncates another olake-cow job made in the source's current history, oldest first."""
+    return [s.snapshot_id for s in ancestors(source)[0] if s.is_boundary]
 
 
 def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Optional[Publish]:
@@ -135,8 +147,8 @@ def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = No
     if step.rebuild:
         return [f"rebuild the mirror from source snapshot {step.read_id} ({step.reason}); the source is only read"]
     pending = _pending(source, step.since, step.read_id)
-    changing = [s for s in pending if s.changes_content]
-    rewrites = [s for s in pending if s.changes_files and not s.changes_content]
+    changing = [s for s in pending if _changes_content(s)]
+    rewrites = [s for s in pending if s.changes_files and not _changes_content(s)]
     since = step.since.snapshot_id if step.since else "-"
     return [f"merge what changed between source snapshots {since} and {step.read_id}: {len(changing)} "
             "commit(s) that change data" + (f", {len(rewrites)} file rewrite(s) (not re-read)" if rewrites else "")
@@ -184,6 +196,10 @@ def intervals(source: TableState, since: Marker, target_id: int,
     start_id: Optional[int] = since.snapshot_id if source.snapshot(since.snapshot_id) else None
     cuts: Dict[int, Tuple[int, int]] = {}  # next start seq -> (end of the previous interval, next start id)
     for snap in pending:
+        if snap.is_boundary and snap.parent_id is not None and snap.sequence_number is not None:
+            # Another job's truncate: what was new before it is read where it was still live.
+            cuts[snap.sequence_number] = (snap.parent_id, snap.snapshot_id)
+            continue
         seq = rewrite_seqs.get(snap.snapshot_id)
         if snap.operation != Operation.REPLACE.value or seq is None or seq <= since.sequence_number:
             continue
@@ -220,14 +236,14 @@ def _interval(source: TableState, pending: Sequence[Snapshot], pending_ids: List
     if end_id not in pending_ids:
         return None  # the interval ends where it starts
     span = _span(pending, pending_ids, start_seq, end_id)
-    removing = tuple(s.snapshot_id for s in span if s.changes_content and s.removes_data_files)
+    removing = tuple(s.snapshot_id for s in span if _changes_content(s) and s.removes_data_files)
     if start_id is not None and source.snapshot(start_id) is None:
         start_id = None
     return Interval(start_id, start_seq, end_id, removing)
 
 
 def _changes(pending: Sequence[Snapshot], pending_ids: List[int], iv: Interval) -> bool:
-    return any(s.changes_content for s in _span(pending, pending_ids, iv.start_seq, iv.end_id))
+    return any(_changes_content(s) for s in _span(pending, pending_ids, iv.start_seq, iv.end_id))
 
 
 def expiry_floor(source: TableState, mirror: TableState) -> Optional[Snapshot]:

@@ -98,6 +98,10 @@ class TableState:
     format_version: int = 2
     columns: Tuple[str, ...] = ()  # top-level columns of the current schema, in order
     partitioned: bool = False  # a partition spec of the table has fields (its files may be partitioned)
+    # top-level field id -> name in the current schema, and (id, name) of every schema the table had
+    fields: Mapping[int, str] = field(default_factory=dict, compare=False, hash=False)
+    past_fields: FrozenSet[Tuple[int, str]] = field(default_factory=frozenset, compare=False, hash=False)
+    types: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)  # column -> type, current
     # snapshots a branch or tag points at (expiry keeps them)
     referenced: FrozenSet[int] = field(default_factory=frozenset, compare=False, hash=False)
 
@@ -159,6 +163,11 @@ def _key_field(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+def _type_name(typ: Any) -> str:
+    """A primitive type as Iceberg spells it (`long`, `decimal(10, 2)`); a nested one by its kind."""
+    return str(typ.get("type")) if isinstance(typ, Mapping) else str(typ)
+
+
 def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str] = None) -> TableState:
     current = meta.get("current-snapshot-id")
     if current is not None and int(current) < 0:  # format v1 writes -1 for "none"
@@ -177,6 +186,10 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         format_version=int(meta.get("format-version") or 1),
         columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),
+        fields={int(f["id"]): str(f.get("name")) for f in _current_schema(meta).get("fields") or ()},
+        types={str(f.get("name")): _type_name(f.get("type")) for f in _current_schema(meta).get("fields") or ()},
+        past_fields=frozenset((int(f["id"]), str(f.get("name"))) for schema in meta.get("schemas") or ()
+                              for f in schema.get("fields") or ()),
         referenced=frozenset(int(r["snapshot-id"]) for r in (meta.get("refs") or {}).values()
                              if isinstance(r, dict) and r.get("snapshot-id") is not None),
     )

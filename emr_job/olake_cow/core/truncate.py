@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, staged_for
-from .identity import foreign_change
+from .identity import foreign_change, restore_advice
 from .snapshots import Snapshot, Summary, TableState, ancestors
 from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
 
@@ -23,7 +23,7 @@ class _Position:
     open_changes: bool
 
 
-def _position(source: TableState, mirror: TableState) -> Union[_Position, Blocked]:
+def _position(source: TableState, mirror: TableState, resume: bool = False) -> Union[_Position, Blocked]:
     chain, complete = ancestors(source)
     checkpoint = find_checkpoint(mirror)
     if checkpoint is not None and (checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is not None):
@@ -32,13 +32,11 @@ def _position(source: TableState, mirror: TableState) -> Union[_Position, Blocke
     if checkpoint is not None:
         if checkpoint.snapshot_id in ids:
             start = ids.index(checkpoint.snapshot_id) + 1
-        elif chain and chain[0].parent_id == checkpoint.snapshot_id:
-            start = 0  # the checkpoint itself was expired; everything after it is intact
+        elif (chain and chain[0].parent_id == checkpoint.snapshot_id) or (
+                resume and source.snapshot(checkpoint.snapshot_id) is None):
+            start = 0  # the checkpoint was expired; everything after it that is left is merged
         else:
-            return Blocked(
-                f"the mirror's checkpoint (source boundary snapshot {checkpoint.snapshot_id}) is not "
-                "in the source's current history: the source was rolled back or its snapshots were "
-                "expired past the checkpoint; rebuild the mirror by dropping it")
+            return Blocked(_lost_checkpoint(source, checkpoint.snapshot_id))
         rebuild = False
     else:
         if not complete and any(s.is_boundary for s in chain):
@@ -49,31 +47,50 @@ def _position(source: TableState, mirror: TableState) -> Union[_Position, Blocke
         start = 0
         rebuild = True
     rest = chain[start:]
-    pending = tuple(s for s in rest if s.is_boundary)
-    after_last = rest[rest.index(pending[-1]) + 1:] if pending else rest
     by_id = source.by_id()
+    pending = tuple(s for s in rest if s.is_boundary and (not resume or s.parent_id in by_id))
+    after_last = rest[rest.index(pending[-1]) + 1:] if pending else rest
     for b in pending:
         if b.parent_id is not None and b.parent_id not in by_id:
-            return Blocked(f"the change set of boundary {b.snapshot_id} (snapshot {b.parent_id}) "
-                           "was expired before it was merged")
+            return Blocked(f"the change set of boundary {b.snapshot_id} (snapshot {b.parent_id}) was expired before "
+                           "it was merged. Nothing was written or truncated, and the mirror keeps every row it "
+                           "holds. Run once with --resume-from-source: it merges the change sets OLake's table still "
+                           "holds (that one's changes are missed, and the summary says so)")
     open_changes = any(s.adds_files for s in after_last)
     return _Position(pending, rebuild, open_changes)
 
 
-def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild: Optional[str] = None) -> Step:
+def _lost_checkpoint(source: TableState, checkpoint_id: int) -> str:
+    head = f"the mirror's checkpoint (source boundary snapshot {checkpoint_id}) is not in the source's current history"
+    if source.snapshot(checkpoint_id) is not None:
+        return (f"{head}: the source was rolled back past it. Nothing was written or truncated, and the mirror keeps "
+                f"every row it holds: roll OLake's table forward again (its snapshot {checkpoint_id} is still there), "
+                "then run again")
+    return (f"{head}: the source's snapshots were expired past it, so the changes in between cannot be read. Nothing "
+            "was written or truncated, and the mirror keeps every row it holds. Run once with --resume-from-source: "
+            "it merges what OLake's table still holds into the mirror (only changes OLake's table no longer holds "
+            "are missed, and the summary says so)")
+
+
+def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild: Optional[str] = None,
+         resume: bool = False) -> Step:
+    """`resume`: merge what the source still holds when the change sets after the mirror's
+    checkpoint were expired (--resume-from-source), instead of stopping."""
     if not source.exists:
         return Blocked("the source table does not exist")
-    repair = rebuild or foreign_change(mirror)
+    repair = rebuild or foreign_change(mirror, source)
     if repair:
         return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
-                       "mirror is the only complete copy, so it is not rebuilt: roll the mirror back to the job's "
-                       "last snapshot, or copy it elsewhere, drop it and have OLake re-sync the table (full refresh)")
-    pos = _position(source, mirror)
+                       "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "
+                       + restore_advice(mirror))
+    pos = _position(source, mirror, resume)
     if isinstance(pos, Blocked):
         return pos
     if pos.pending:
         b = pos.pending[0]
-        merge = Merge(Marker(str(source.uuid), b.snapshot_id), b.parent_id, pos.rebuild)
+        resumed = resume and not pos.rebuild and _position(source, mirror) != pos
+        merge = Merge(Marker(str(source.uuid), b.snapshot_id), b.parent_id, pos.rebuild,
+                      reason=RESUMED if resumed else "")
         for staged in staged_for(mirror, merge.target):
             if staged.parent_id == mirror.current_id:
                 return Publish(staged.snapshot_id, merge)
@@ -85,11 +102,15 @@ def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild
     return Done(UP_TO_DATE)
 
 
-def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
-    first = plan(source, mirror, rebuild=rebuild)
+RESUMED = ("resumed from what OLake's table still holds (--resume-from-source): changes in source snapshots that "
+           "were expired before they were merged are not in the mirror")
+
+
+def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None, resume: bool = False) -> List[str]:
+    first = plan(source, mirror, rebuild=rebuild, resume=resume)
     if isinstance(first, Blocked):
         return [f"blocked: {first.reason}"]
-    pos = _position(source, mirror)
+    pos = _position(source, mirror, resume)
     if isinstance(pos, Blocked):
         return [f"blocked: {pos.reason}"]
     lines = []

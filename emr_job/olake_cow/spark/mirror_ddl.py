@@ -44,7 +44,9 @@ class MirrorDDL:
         problem = location_problem(where, str(src.location()), name)
         if problem is None and holds_files(self.catalog, tx.table().io(), where):
             problem = (f"{name} would be created at {where}, which already holds files: nothing was created. "
-                       "Move or remove them, or give the mirrors another location (--cow-base-location)")
+                       "Those files may be another table's data (a renamed or dropped table keeps its files): "
+                       "leave them, and give the mirrors another location (--cow-base-location) or namespace "
+                       "(--cow-namespace)")
         if problem is not None:
             raise ForeignMirrorError(problem)
         tx.commitTransaction()

@@ -42,9 +42,14 @@ class MirrorTable:
         self.location, self.mode, self.fmt, self.target_file_mb = location, mode, fmt, target_file_mb
         self.delete_mode = delete_mode
 
-    def prepare(self, mirror: TableState, rebuild: bool) -> bool:
+    def prepare(self, mirror: TableState, rebuild: bool, recreate: bool = False) -> bool:
         """Create or evolve the mirror before a merge. Returns True when it was (re)created, so the
-        merge must build its whole content."""
+        merge must build its whole content. `recreate` (a readonly rebuild of a mirror whose columns
+        or format version someone changed): drop it and create it anew."""
+        if mirror.exists and recreate and self.mode == SourceMode.READONLY:
+            log.info("[%s] the mirror's table was changed by someone else: creating it anew", self.source)
+            self.catalog.drop(self.ns, self.name)
+            mirror = TableState(exists=False)
         if mirror.exists:
             try:
                 for what in self.ddl.evolve_mirror(self.source_ns, self.source, self.ns, self.name):

@@ -12,7 +12,9 @@ from ..core.audit import ChangeCounts, live_rows
 from ..core.checkpoint import Marker, find_checkpoint
 from ..core.errors import HistoryError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
+from ..core.identity import layout_change
 from ..core.modes import SourceMode
+from ..core.planner import describe_table, plan_table
 from ..core.pruning import MergeShape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult, TableStatus
@@ -46,14 +48,14 @@ class StepLoop:
         self.job, self.path, self.result, self.opts = job, path, job.result, job.opts
 
     def run(self, source: TableState, mirror: TableState) -> None:
-        job, changes = self.job, self.path.changes
+        job = self.job
         target = source.current_id  # the run stops here: later commits are the next run's
         self.result.target = target if self.path.mode == SourceMode.READONLY else None
         for _ in range(MAX_STEPS):
-            rebuild = job.delete_mode_rebuild(mirror)
-            step = changes.plan(source, mirror, target, may_close=self.result.truncated == 0, rebuild=rebuild)
+            step = plan_table(source, mirror, self.path.mode, self.opts.ask, target,
+                              may_close=self.result.truncated == 0)
             if self.opts.dry_run:
-                self.result.plan = changes.describe(source, mirror, rebuild)
+                self.result.plan = describe_table(source, mirror, self.path.mode, self.opts.ask)
                 self.result.status = TableStatus.DRY_RUN
                 for line in self.result.plan:
                     job.say("plan: %s", line)
@@ -97,8 +99,11 @@ class StepLoop:
     def _merge(self, step: steps.Merge, source: TableState, mirror: TableState) -> None:
         """Read the change set, stage its write as core/pruning.py's choose_write says, publish it."""
         job = self.job
+        if step.reason and not step.rebuild and step.reason not in self.result.notes:
+            self.result.notes.append(step.reason)
         with Clock(self.result, "merging"):
-            rebuild_reason = job.mirror_table(self.path).prepare(mirror, step.rebuild)
+            recreate = step.rebuild and bool(layout_change(source, mirror))
+            rebuild_reason = job.mirror_table(self.path).prepare(mirror, step.rebuild, recreate)
             merge = replace(step, rebuild=rebuild_reason or step.rebuild)
         mirror = job.mirror_state()
         parent_rows = _live_rows(mirror)

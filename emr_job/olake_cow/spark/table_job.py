@@ -14,9 +14,11 @@ from ..core.checkpoint import find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import ForeignMirrorError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
 from ..core.identifiers import MIRROR_SUFFIX, qualified
-from ..core.identity import delete_mode_change, foreign_change, ownership, source_problem
+from ..core.identity import ownership, source_problem
 from ..core.modes import SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
+from ..core.planner import rebuild_reason, repair_reason
+from ..core.readonly import other_truncates
 from ..core.snapshots import TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import IcebergCatalog
@@ -94,10 +96,7 @@ class TableJob:
                 raise TableNotFoundError(f"source table {self.opts.source_namespace}.{self.table} does not exist")
             if self._skipped(source, mirror):  # checked before anything is read or committed
                 return self.result
-            mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
-            if self.opts.verify and mode != SourceMode.READONLY:  # refused before anything is committed
-                raise SourceModeError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's "
-                                      "table no longer holds the rows the mirror is compared with")
+            mode = self._mode(source, mirror)
             fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror,
                                           self.result.mirror)
             path = path_for(mode, fmt)  # the one place a table's (mode, format) is resolved
@@ -109,11 +108,7 @@ class TableJob:
             if self.opts.maintenance.only and not self.opts.dry_run:
                 self.result.status = TableStatus.MAINTAINED
             else:
-                repair = foreign_change(mirror) or self.delete_mode_rebuild(mirror)
-                StepLoop(self, path).run(source, mirror)
-                if repair and self.result.merges and not self.opts.dry_run:
-                    self.result.repaired = 1
-                    self.result.notes.append(f"rebuilt the mirror: {repair}")
+                self._merges(source, mirror, path)
             if self.opts.maintenance.requested and not self.opts.dry_run:
                 self._maintain(path)  # only reached when the merges succeeded
             if self.opts.verify and not self.opts.dry_run:
@@ -122,13 +117,27 @@ class TableJob:
             self.result.duration_s = round(time.monotonic() - started, 3)
         return self.result
 
-    def delete_mode_rebuild(self, mirror: TableState) -> Optional[str]:
-        """Why the mirror must be rebuilt for the asked --delete-mode (None: it holds that mode)."""
-        built = delete_mode_change(mirror, self.opts.delete_mode)
-        if built is None:
-            return None
-        return (f"the mirror was built with --delete-mode {built} and --delete-mode {self.opts.delete_mode} was "
-                f"asked: its rows are rebuilt with {self.opts.delete_mode}")
+    def _mode(self, source: TableState, mirror: TableState) -> SourceMode:
+        """The table's source mode; what --verify cannot check is refused before anything is committed."""
+        mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
+        if self.opts.verify and mode != SourceMode.READONLY:
+            raise SourceModeError(f"{self.table}: --verify needs a readonly mirror: in truncate mode OLake's "
+                                  "table no longer holds the rows the mirror is compared with")
+        note = _other_truncates_note(source, mirror, mode, f"{self.opts.source_namespace}.{self.table}")
+        if note and self.opts.verify:
+            raise SourceModeError(f"{self.table}: --verify compares the mirror with OLake's table, and {note}")
+        if note:
+            self.result.notes.append(note)
+            self.say("%s", note)
+        return mode
+
+    def _merges(self, source: TableState, mirror: TableState, path: TablePath[Any]) -> None:
+        repair = repair_reason(source, mirror, self.opts.ask)
+        rebuild = repair or rebuild_reason(source, mirror, self.opts.ask)
+        StepLoop(self, path).run(source, mirror)
+        if rebuild and self.result.merges and not self.opts.dry_run:
+            self.result.repaired = 1 if repair else 0
+            self.result.notes.append(f"rebuilt the mirror: {rebuild}")
 
     def _skipped(self, source: TableState, mirror: TableState) -> bool:
         """True for a source that is not OLake's (skipped with a note); raises for a source or a
@@ -181,3 +190,13 @@ class TableJob:
             self.result.fail(OlakeCowError(text), text)
             self.result.status = TableStatus.VERIFY_FAILED
 
+
+
+def _other_truncates_note(source: TableState, mirror: TableState, mode: SourceMode, name: str) -> Optional[str]:
+    """A readonly mirror keeps the rows another olake-cow job's truncates removed from its source
+    (core/readonly.py): the note that says so."""
+    truncates = other_truncates(source, mirror) if mode == SourceMode.READONLY else []
+    if not truncates:
+        return None
+    return (f"another olake-cow job truncates {name} in truncate mode (source snapshot {truncates[-1]}): this "
+            "readonly mirror keeps the rows those truncates removed")

@@ -1,0 +1,203 @@
+"""Nothing but its own, against a determined user, through the job's command line: a forged marker,
+a user's schema edit on the mirror, a second job truncating the source, a truncate mirror's way out
+after OLake's snapshots were expired, a summary inside the warehouse, and the trigger's idle check
+deciding as the job does. Each test checks what the user keeps (rows, schema, files) against the
+writer's independent model, not only exit codes."""
+import json
+import os
+import re
+
+import pytest
+
+from olake_cow.cli import main as job_main
+from olake_cow.core.identity import MADE_BY_PROPERTY
+from olake_cow.core.maintenance import MaintenanceOptions
+from olake_cow.core.planner import TableAsk
+from olake_cow.core.snapshots import ancestors
+from olake_trigger.freshness import Freshness
+from testkit.lakes import make, rows
+
+pytestmark = [pytest.mark.spark]
+
+
+def kept(lake, table_q):
+    """What a user keeps of a table: its rows, its columns and its snapshots."""
+    spark = lake.writer.spark
+    data = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table_q}").collect())
+    schema = [(f.name, f.dataType.simpleString()) for f in spark.table(table_q).schema.fields]
+    history = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table_q}.snapshots").collect()]
+    return data, schema, history
+
+
+def keeps_data(advice):
+    """No advice to drop, move or remove a table or its files (saying not to is fine)."""
+    return not re.search(r"\b(drop|move|remove|delete)\b (the|it|this|them|that)\b",
+                         advice.replace("Do not drop the mirror", ""), re.IGNORECASE)
+
+
+def boundaries(lake, table="t"):
+    return [s.snapshot_id for s in ancestors(lake.source(table))[0] if s.is_boundary]
+
+
+def test_a_table_carrying_only_the_made_by_marker_is_refused_and_kept(catalog_lake):
+    lake = catalog_lake
+    make(lake)
+    spark = lake.writer.spark
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {lake.catalog}.{lake.cow_ns}")
+    spark.sql(f"CREATE TABLE {lake.mirror_q('t')} (_olake_id string, v int, note string) USING iceberg "
+              f"TBLPROPERTIES ('{MADE_BY_PROPERTY}'='olake-cow')")
+    spark.sql(f"INSERT INTO {lake.mirror_q('t')} VALUES ('1', 1, 'mine'), ('2', 2, 'also mine')")
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 2 and "was not made by olake-cow" in result["error"] and "names no source" in result["error"]
+    assert keeps_data(result["error"])
+    assert kept(lake, lake.mirror_q("t")) == before
+
+
+def test_a_column_dropped_from_a_readonly_mirror_is_repaired_from_olakes_table(catalog_lake):
+    lake = catalog_lake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
+    code, result = lake.run_summary()  # the source is quiet: the repair alone
+    assert code == 0 and result["repaired"] == 1
+    assert any("column s of the mirror was dropped by someone else" in n for n in result["notes"])
+    lake.assert_mirror_matches("t")  # every row has its `s` again
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date" and result["repaired"] == 0
+
+
+def test_a_column_renamed_in_a_truncate_mirror_is_refused_and_renaming_it_back_loses_nothing(make_lake, destinations):
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} RENAME COLUMN s TO s_renamed")
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44, "s": "x"}])
+    before, truncates = kept(lake, lake.mirror_q("t")), boundaries(lake)
+    code, result = lake.run_summary()
+    assert code == 1 and "column s of the mirror was renamed to s_renamed" in result["error"]
+    assert "nothing was written or truncated" in result["error"] and keeps_data(result["error"])
+    assert kept(lake, lake.mirror_q("t")) == before and boundaries(lake) == truncates
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} RENAME COLUMN s_renamed TO s")  # the advice
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_second_job_truncating_the_source_leaves_a_readonly_mirror_every_row(make_lake, destinations):
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "30", "_op_type": "c", "v": 30}])
+    other = ["--cow-namespace", lake.ns + "_other", "--source-mode", "truncate"]
+    assert lake.run_raw(*other) == 0  # another job truncates OLake's table
+    assert boundaries(lake)
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "31", "_op_type": "c", "v": 31}])
+    code, result = lake.run_summary()
+    assert code == 0 and any("another olake-cow job truncates" in n for n in result["notes"])
+    lake.assert_mirror_matches("t")  # every row OLake wrote, none lost to the other job's truncate
+    assert lake.run_raw(*other) == 0
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+    assert lake.run("--verify") == 2  # it would compare with a truncated table
+
+
+def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_losing_a_row(make_lake, destinations):
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "40", "_op_type": "c", "v": 40}])
+    current = lake.source("t").current_id
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert [s.snapshot_id for s in lake.source("t").snapshots] == [current]
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 1 and "--resume-from-source" in result["error"] and keeps_data(result["error"])
+    assert kept(lake, lake.mirror_q("t")) == before and lake.source("t").current_id == current
+    code, result = lake.run_summary("--resume-from-source")  # the advice
+    assert code == 0 and any("resumed from what OLake's table still holds" in n for n in result["notes"])
+    lake.assert_mirror_matches("t")  # nothing lost: the mirror's rows and every change OLake's table held
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 33}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_summary_inside_the_warehouse_is_refused_before_anything_is_written(lake_dir_destination, tmp_path):
+    dest_path, warehouse = lake_dir_destination
+    for target in (os.path.join(warehouse, "sales", "t", "metadata", "v3.metadata.json"),
+                   os.path.join(warehouse, "new", "summary.json")):
+        code = job_main(["--destination-details", dest_path, "--source-namespace", "sales", "--quiet",
+                         "--summary-out", target])
+        assert code == 2
+        assert not os.path.exists(os.path.dirname(target))
+
+
+@pytest.fixture
+def lake_dir_destination(tmp_path):
+    warehouse = str(tmp_path / "wh")
+    os.makedirs(warehouse)
+    path = tmp_path / "dest.json"
+    path.write_text(json.dumps({"type": "ICEBERG", "writer": {"catalog_type": "hadoop", "catalog_name": "c",
+                                                              "iceberg_s3_path": "file://" + warehouse}}))
+    return str(path), warehouse
+
+
+class LocalTables:
+    """The trigger's Glue adapter, reading the same metadata from the lake's catalog."""
+
+    def __init__(self, lake):
+        self.lake = lake
+
+    def iceberg_tables(self, namespace):
+        return self.lake.tables.list_tables(namespace)
+
+    def state(self, namespace, name):
+        from testkit.local import fresh_state
+
+        return fresh_state(self.lake.tables, namespace, name)
+
+
+def trigger_sees_work(lake, delete_mode="keep"):
+    check = Freshness(LocalTables(lake), "_cow", None, TableAsk(delete_mode)).check(
+        lake.ns, ["t"], MaintenanceOptions(), 0)["t"]
+    return check.merge is not None
+
+
+def job_sees_work(lake, *args):
+    code, result = lake.run_summary("--dry-run", *args)
+    assert code == 0, result
+    return result["plan"] != ["up to date"]
+
+
+def test_the_trigger_and_the_job_decide_alike_on_a_quiet_source(make_lake, destinations):
+    lake = make_lake(destinations["hadoop"], "hadoop", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    first = lake.mirror("t").current_id
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    assert lake.run() == 0
+    assert not trigger_sees_work(lake) and not job_sees_work(lake)
+    cases = [
+        ("a delete mode change", lambda: None, ("hard",)),
+        ("a rolled-back mirror", lambda: lake.writer.spark.sql(
+            f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {first})"), ()),
+        ("a user's schema change", lambda: lake.writer.spark.sql(
+            f"ALTER TABLE {lake.mirror_q('t')} RENAME COLUMN s TO s2"), ()),
+        ("a recreated source", lambda: recreate(lake), ()),
+    ]
+    for what, change, delete_mode in cases:
+        change()
+        args = ("--delete-mode", delete_mode[0]) if delete_mode else ()
+        trigger, job = trigger_sees_work(lake, *delete_mode), job_sees_work(lake, *args)
+        assert trigger and job, f"{what}: trigger {trigger}, job {job}"
+        assert lake.run() == 0  # the run both start repairs it
+        assert not trigger_sees_work(lake) and not job_sees_work(lake), what
+        lake.assert_mirror_matches("t")
+
+
+def recreate(lake):
+    lake.writer.spark.sql(f"DROP TABLE {lake.writer.q('t')}")
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 12))

@@ -1,0 +1,192 @@
+"""Nothing but its own, on literal metadata records: ownership no single property can forge, the
+mirror's columns and format version as the job left them, another job's truncates of a readonly
+mirror's source, the truncate planner's way out after expiry, and the one decision the job's
+loop and the trigger's idle check share (core/identity.py, core/readonly.py, core/truncate.py,
+core/planner.py)."""
+import pytest
+
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, FORMAT_PROPERTY, Marker
+from olake_cow.core.identity import (
+    MADE_BY,
+    MADE_BY_PROPERTY,
+    Owner,
+    foreign_change,
+    incompatible_column,
+    ownership,
+    restore_advice,
+)
+from olake_cow.core.modes import SourceMode
+from olake_cow.core.planner import TableAsk, has_work, plan_table, rebuild_reason
+from olake_cow.core.readonly import intervals, other_truncates
+from olake_cow.core.snapshots import BOUNDARY_KEY, Snapshot, TableState
+from olake_cow.core.steps import Advance, Blocked, Merge, Truncate
+
+pytestmark = pytest.mark.unit
+UUID = "src-uuid"
+SOURCE = "sales.t"
+M1 = Marker(UUID, 10, 1).wap_id
+
+
+def snap(sid, parent, op="overwrite", *, wap=None, boundary=False, adds=1, removes=0):
+    summary = {"operation": op, "added-data-files": str(adds), "deleted-data-files": str(removes)}
+    if wap:
+        summary["wap.id"] = wap
+    if boundary:
+        summary[BOUNDARY_KEY] = "other-run"
+    return Snapshot(sid, parent, sid * 1000, op, summary, sequence_number=sid)
+
+
+def table(*snaps, uuid="m", current=None, props=None, fields=None, past=None, types=None, version=2):
+    cur = current if current is not None else (snaps[-1].snapshot_id if snaps else None)
+    fields = fields if fields is not None else {1: "_olake_id", 2: "v", 3: "customer"}
+    past = past if past is not None else set(fields.items())
+    return TableState(True, uuid, cur, tuple(snaps), dict(props or {}), fields=fields,
+                      past_fields=frozenset(past), types=types or {n: "string" for n in fields.values()},
+                      format_version=version)
+
+
+def ours(*snaps, **kw):
+    props = {MADE_BY_PROPERTY: MADE_BY, "olake-cow.source-table": SOURCE, DATA_CHECKPOINT_PROPERTY: M1,
+             CHECKPOINT_PROPERTY: M1, **kw.pop("props", {})}
+    return table(*snaps, props=props, **kw)
+
+
+# --- ownership -----------------------------------------------------------------------------------
+def test_the_made_by_marker_alone_does_not_make_a_table_the_jobs():
+    forged = table(snap(1, None, "append"), props={MADE_BY_PROPERTY: MADE_BY})
+    found = ownership(forged, SOURCE, "sales_cow.t_cow")
+    assert found.owner == Owner.FOREIGN and "names no source" in found.reason
+    assert "drop" not in found.reason
+
+
+def test_the_markers_without_any_job_commit_do_not_make_a_table_with_data_the_jobs():
+    forged = table(snap(1, None, "append"), props={MADE_BY_PROPERTY: MADE_BY, "olake-cow.source-table": SOURCE})
+    assert ownership(forged, SOURCE, "m").owner == Owner.FOREIGN
+
+
+def test_a_mirror_created_by_a_run_that_stopped_before_its_first_publish_is_the_jobs():
+    created = table(props={MADE_BY_PROPERTY: MADE_BY, "olake-cow.source-table": SOURCE})
+    assert ownership(created, SOURCE, "m").owner == Owner.OURS
+
+
+def test_one_legacy_property_is_not_proof_but_a_published_marker_is():
+    assert ownership(table(snap(1, None, "append"), props={"olake-cow.source-mode": "readonly"}),
+                     SOURCE, "m").owner == Owner.FOREIGN
+    assert ownership(table(snap(1, None, wap=M1)), SOURCE, "m").owner == Owner.LEGACY
+
+
+def test_a_checkpoint_property_of_a_source_none_of_the_commits_came_from_is_not_proof():
+    forged = table(snap(1, None, wap=Marker("other", 5, 1).wap_id), props={CHECKPOINT_PROPERTY: M1})
+    assert ownership(forged, SOURCE, "m").owner == Owner.FOREIGN
+
+
+# --- the mirror's columns and format version --------------------------------------------------------
+SRC = table(snap(1, None), uuid=UUID)
+
+
+def test_a_column_dropped_from_the_mirror_is_someone_elses_change():
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v"}, past={(1, "_olake_id"), (2, "v"), (3, "customer")})
+    assert "column customer of the mirror was dropped" in foreign_change(m, SRC)
+
+
+def test_a_column_renamed_in_the_mirror_is_someone_elses_change():
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v", 3: "cust"},
+             past={(1, "_olake_id"), (2, "v"), (3, "customer"), (3, "cust")})
+    assert "renamed to cust" in foreign_change(m, SRC)
+
+
+def test_a_column_added_to_the_mirror_is_someone_elses_change():
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v", 3: "customer", 9: "mine"})
+    assert "column mine is in no schema of its source" in foreign_change(m, SRC)
+
+
+def test_a_rename_the_mirror_followed_from_its_source_is_the_jobs():
+    src = table(snap(1, None), uuid=UUID, fields={1: "_olake_id", 2: "v", 3: "client"},
+                past={(1, "_olake_id"), (2, "v"), (3, "customer"), (3, "client")})
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v", 3: "client"},
+             past={(1, "_olake_id"), (2, "v"), (3, "customer"), (3, "client")})
+    assert foreign_change(m, src) is None
+
+
+def test_a_column_the_source_dropped_stays_in_the_mirror_without_alarm():
+    src = table(snap(1, None), uuid=UUID, fields={1: "_olake_id", 2: "v"},
+                past={(1, "_olake_id"), (2, "v"), (3, "customer")})
+    assert foreign_change(ours(snap(5, None, wap=M1)), src) is None
+
+
+def test_a_format_version_someone_changed_is_someone_elses_change():
+    m = ours(snap(5, None, wap=M1), version=3, props={FORMAT_PROPERTY: "cow"})
+    assert "set its format-version to 3" in foreign_change(m, SRC)
+    assert foreign_change(ours(snap(5, None, wap=M1), version=3, props={FORMAT_PROPERTY: "dv"}), SRC) is None
+
+
+def test_a_source_column_of_a_type_the_mirror_cannot_take_is_named():
+    src = table(snap(1, None), uuid=UUID, types={"_olake_id": "string", "v": "string", "customer": "string"})
+    held = ours(snap(5, None, wap=M1), types={"_olake_id": "string", "v": "int", "customer": "string"})
+    assert "column v is now string and the mirror's is int" in incompatible_column(src, held)
+    promoted = table(snap(1, None), uuid=UUID, types={"_olake_id": "string", "v": "long", "customer": "string"})
+    assert incompatible_column(promoted, held) is None
+    wider = table(snap(1, None), uuid=UUID, types={"v": "decimal(12, 2)"})
+    assert incompatible_column(wider, ours(snap(5, None, wap=M1), types={"v": "decimal(10, 2)"})) is None
+
+
+def test_a_truncate_mirror_someone_changed_is_refused_with_advice_that_keeps_it():
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v"}, past={(1, "_olake_id"), (2, "v"), (3, "customer")})
+    step = plan_table(SRC, m, SourceMode.TRUNCATE, TableAsk())
+    assert isinstance(step, Blocked) and "dropped by someone else" in step.reason
+    assert "rollback_to_snapshot('<mirror>', 5)" in restore_advice(m)
+    assert "Do not drop the mirror" in step.reason and "nothing was written or truncated" in step.reason
+
+
+# --- another job's truncates of a readonly mirror's source ----------------------------------------------
+def test_another_jobs_truncate_alone_is_not_a_change_of_a_readonly_mirror():
+    src = table(snap(1, None), snap(2, 1, "delete", boundary=True, adds=0, removes=3), uuid=UUID)
+    m = ours(snap(5, None, wap=Marker(UUID, 1, 1).wap_id), props={DATA_CHECKPOINT_PROPERTY: Marker(UUID, 1, 1).wap_id,
+                                                                  CHECKPOINT_PROPERTY: Marker(UUID, 1, 1).wap_id})
+    assert isinstance(plan_table(src, m, SourceMode.READONLY, TableAsk()), Advance)
+    assert other_truncates(src, m) == [2]
+
+
+def test_rows_new_before_another_jobs_truncate_are_read_where_they_were_live():
+    src = table(snap(1, None), snap(2, 1), snap(3, 2, "delete", boundary=True, adds=0, removes=2), snap(4, 3),
+                uuid=UUID)
+    found = intervals(src, Marker(UUID, 1, 1), 4, {})
+    assert [(iv.start_seq, iv.end_id, iv.removing) for iv in found] == [(1, 2, ()), (3, 4, ())]
+
+
+# --- truncate mode: the way out after expiry --------------------------------------------------------------
+def truncate_pair(expired_checkpoint=True):
+    bmark = Marker(UUID, 3).wap_id
+    snaps = [snap(4, 3), snap(5, 4)] if expired_checkpoint else [snap(2, 1), snap(3, 2, "delete", boundary=True)]
+    src = table(*snaps, uuid=UUID)
+    m = ours(snap(50, None, wap=bmark), props={DATA_CHECKPOINT_PROPERTY: bmark, CHECKPOINT_PROPERTY: bmark,
+                                                "olake-cow.source-mode": "truncate"})
+    return src, m
+
+
+def test_expiry_past_a_truncate_mirrors_checkpoint_stops_and_names_the_way_out():
+    src, m = truncate_pair()
+    src = table(snap(5, 4), uuid=UUID)  # snapshot 4 (after the checkpoint) expired too
+    step = plan_table(src, m, SourceMode.TRUNCATE, TableAsk())
+    assert isinstance(step, Blocked) and "--resume-from-source" in step.reason
+    assert "drop" not in step.reason.lower()
+    assert isinstance(plan_table(src, m, SourceMode.TRUNCATE, TableAsk(resume=True)), Truncate)
+
+
+def test_a_source_rolled_back_past_a_truncate_mirrors_checkpoint_is_not_resumed():
+    _, m = truncate_pair()
+    rolled = table(snap(1, None), snap(3, 1, "delete", boundary=True), snap(7, 1), uuid=UUID, current=7)
+    step = plan_table(rolled, m, SourceMode.TRUNCATE, TableAsk(resume=True))
+    assert isinstance(step, Blocked) and "rolled back" in step.reason and "drop" not in step.reason.lower()
+
+
+# --- one decision for the trigger and the job -------------------------------------------------------------
+def test_a_delete_mode_change_is_work_for_the_trigger_as_for_the_job():
+    src = table(snap(1, None), uuid=UUID)
+    m = ours(snap(5, None, wap=Marker(UUID, 1, 1).wap_id),
+             props={"olake-cow.delete-mode": "keep", DATA_CHECKPOINT_PROPERTY: Marker(UUID, 1, 1).wap_id,
+                    CHECKPOINT_PROPERTY: Marker(UUID, 1, 1).wap_id})
+    assert not has_work(plan_table(src, m, SourceMode.READONLY, TableAsk("keep")))
+    step = plan_table(src, m, SourceMode.READONLY, TableAsk("hard"))
+    assert isinstance(step, Merge) and step.rebuild and has_work(step)
+    assert "--delete-mode keep" in rebuild_reason(src, m, TableAsk("hard"))
