@@ -201,3 +201,18 @@ def recreate(lake):
     lake.writer.spark.sql(f"DROP TABLE {lake.writer.q('t')}")
     lake.writer.create_table("t", [("v", "int"), ("s", "string")])
     lake.writer.backfill("t", rows(0, 12))
+
+
+def test_properties_a_user_set_to_what_the_job_cannot_use_are_reset_not_failed_at_every_run(catalog_lake):
+    lake = catalog_lake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.wap.enabled'='false', "
+                          "'write.target-file-size-bytes'='lots')")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    props = lake.mirror("t").properties
+    assert props["write.wap.enabled"] == "true" and props["write.target-file-size-bytes"] == str(128 * 1024 * 1024)
+    lake.assert_mirror_matches("t")

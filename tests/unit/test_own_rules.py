@@ -190,3 +190,11 @@ def test_a_delete_mode_change_is_work_for_the_trigger_as_for_the_job():
     step = plan_table(src, m, SourceMode.READONLY, TableAsk("hard"))
     assert isinstance(step, Merge) and step.rebuild and has_work(step)
     assert "--delete-mode keep" in rebuild_reason(src, m, TableAsk("hard"))
+
+
+def test_a_file_size_property_no_file_size_is_falls_back_to_the_default():
+    from olake_cow.core.filesize import MB, mirror_target_bytes, usable_file_size
+
+    assert usable_file_size("lots") is None and usable_file_size("0") is None and usable_file_size(None) is None
+    assert usable_file_size(str(64 * MB)) == 64 * MB
+    assert mirror_target_bytes({"write.target-file-size-bytes": "lots"}) == 128 * MB

@@ -1,6 +1,6 @@
 """The mirror's data file size: one home for the property, its default and its bounds, and the
 key-range files a rebuild writes and compaction keeps (pure)."""
-from typing import Mapping
+from typing import Mapping, Optional
 
 MB = 1024 * 1024
 TARGET_FILE_SIZE = "write.target-file-size-bytes"  # Iceberg's table property
@@ -14,8 +14,20 @@ def target_file_size(mb: int) -> str:
 
 
 def mirror_target_bytes(properties: Mapping[str, str]) -> int:
-    """The target data file size of a mirror with these table properties (the default when unset)."""
-    return int(properties.get(TARGET_FILE_SIZE) or DEFAULT_TARGET_FILE_MB * MB)
+    """The target data file size of a mirror with these table properties (the default when unset or
+    set to what no file size is: the job resets such a value, mirror_table.py)."""
+    value = usable_file_size(properties.get(TARGET_FILE_SIZE))
+    return value if value is not None else DEFAULT_TARGET_FILE_MB * MB
+
+
+def usable_file_size(value: Optional[str]) -> Optional[int]:
+    """The TARGET_FILE_SIZE value in bytes, or None when it is unset or unusable (not a whole
+    number of bytes from 1 MB to MAX_FILE_SIZE_MB)."""
+    try:
+        size = int(str(value).strip())
+    except ValueError:
+        return None
+    return size if MB <= size <= MAX_FILE_SIZE_MB * MB else None
 
 
 MIN_RANGES = 32

@@ -5,7 +5,7 @@ from typing import Dict, Optional
 
 from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
-from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
+from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
 from ..core.modes import MirrorFormat, SourceMode
@@ -19,12 +19,13 @@ log = logging.getLogger("olake_cow")
 # Every merge commits a manifest; Iceberg merges manifests in the commit once this many small ones
 # accumulate (its default is 100), so planning a mirror never reads a long list of them.
 MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
+WAP_ENABLED = "write.wap.enabled"
 
 
 def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
     """Table properties of a new mirror of format `fmt`: copy-on-write on format version 2 (no
     delete files, readable by every engine), or merge-on-read on format version 3 (deletion vectors)."""
-    props = {"format-version": "3" if fmt == MirrorFormat.DV else "2", "write.wap.enabled": "true",
+    props = {"format-version": "3" if fmt == MirrorFormat.DV else "2", WAP_ENABLED: "true",
              FORMAT_PROPERTY: fmt.value, **MANIFEST_MERGE}
     props.update(write_mode_properties(merge_on_read=fmt == MirrorFormat.DV))
     return props
@@ -109,8 +110,15 @@ class MirrorTable:
         wanted = {MODE_PROPERTY: self.mode.value, MADE_BY_PROPERTY: MADE_BY,
                   SOURCE_PROPERTY: f"{self.source_ns}.{self.source}"}
         wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
+        wanted[WAP_ENABLED] = "true"  # every merge is staged and audited before it is published
         if self.target_file_mb:
             wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)
+        elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
+            wanted[TARGET_FILE_SIZE] = target_file_size(DEFAULT_TARGET_FILE_MB)
         changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
+        for key in (WAP_ENABLED, TARGET_FILE_SIZE):
+            if key in changed and key in mirror.properties:
+                log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", self.source, key,
+                            mirror.properties[key], changed[key])
         if changed:
             self.catalog.set_properties(self.ns, self.name, changed)
