@@ -165,8 +165,10 @@ def _format_change(mirror: TableState) -> Optional[str]:
     built = mirror.properties.get(FORMAT_PROPERTY)
     wanted = FORMAT_VERSIONS.get(built or "cow")
     if wanted is not None and mirror.format_version != wanted:
+        way = (" (a truncate mirror keeps every row with --mirror-format dv --upgrade-mirror, which makes it a dv "
+               "mirror of format version 3 in place)" if wanted == 2 and mirror.format_version == 3 else "")
         return (f"the mirror is a {built or 'cow'} mirror (format version {wanted}) and someone set its "
-                f"format-version to {mirror.format_version}")
+                f"format-version to {mirror.format_version}{way}")
     return None
 
 
