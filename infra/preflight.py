@@ -77,7 +77,9 @@ def _namespaces(text: str, cfg: DestinationConfig) -> List[str]:
         raise awsenv.SetupError("NAMESPACES is empty: list the source namespaces, e.g. sales,crm")
     try:
         for ns in namespaces:
-            check_for_catalog(cfg.catalog_type, "namespace", check_source_namespace(validate_name("namespace", ns)))
+            check_for_catalog(cfg.catalog_type, "namespace", check_source_namespace(
+                validate_name("namespace", ns), own="a stack cannot mirror it (its mirrors go to <namespace>_cow): "
+                "run the job for it with --cow-namespace"))
             check_for_catalog(cfg.catalog_type, "namespace", ns + MIRROR_SUFFIX)
     except OlakeCowError as exc:
         raise awsenv.SetupError(f"NAMESPACES: {exc}") from None

@@ -265,8 +265,9 @@ class RunSettings:
 
 def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
     """(source namespace, mirror namespace), checked."""
-    src = check_source_namespace(
-        check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace)))
+    src = check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace))
+    if args.cow_namespace is None:  # given a mirror namespace of its own, a source may end with _cow
+        check_source_namespace(src)  # (a table there that is a mirror is refused: identity.source_problem)
     if args.cow_namespace is not None and not args.cow_namespace.strip():
         raise ConfigError("--cow-namespace is empty: omit it for the default <source>_cow, or name the mirror "
                           "namespace")

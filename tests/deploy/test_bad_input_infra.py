@@ -84,7 +84,7 @@ CASES = {
                                       "Glue catalog is in us-east-2 but the stack deploys to eu-west-1"),
     "secret-arn-not-an-arn": (*deploy(SECRET_ARN="olake/destination"), "is not a Secrets Manager secret ARN"),
     "secret-missing": (*deploy(SECRET_ARN="{missing}"), "does not exist in eu-west-1"),
-    "namespace-a-mirror": (*deploy(NAMESPACES="sales_cow"), "that is a mirror namespace"),
+    "namespace-a-mirror": (*deploy(NAMESPACES="sales_cow"), "as mirror namespaces do"),
     "namespaces-empty": (*deploy(NAMESPACES=" , "), "NAMESPACES is empty"),
     "namespace-twice": (*deploy(NAMESPACES="sales,sales"), "NAMESPACES names 'sales' more than once"),
     "namespace-uppercase": (*deploy(NAMESPACES="Sales"), "namespace name 'Sales' cannot be used with a glue"),

@@ -259,3 +259,25 @@ def test_a_source_column_back_with_another_type_rebuilds_readonly_and_stops_trun
     assert code == 1 and "column v is now string and the mirror's is int" in result["error"]
     assert keeps_data(result["error"])
     assert kept(tr, tr.mirror_q("t")) == before and boundaries(tr) == truncates  # nothing truncated
+
+
+def test_an_olake_namespace_ending_in_cow_is_mirrored_into_the_namespace_named_for_it(make_lake, destinations):
+    lake = make_lake(destinations["hadoop"], "hadoop", "readonly")
+    lake.ns = lake.writer.namespace = lake.ns + "_cow"  # OLake's database farm, schema cow
+    lake.cow_ns = lake.ns + "_mirror"
+    make(lake)
+    assert lake.run() == 2  # without a mirror namespace of its own: ambiguous, refused before Spark
+    assert lake.run("--cow-namespace", lake.cow_ns) == 0
+    lake.assert_mirror_matches("t")
+
+
+def test_a_mirror_namespace_given_as_a_source_is_refused_table_by_table(rlake):
+    lake = rlake
+    make(lake)
+    assert lake.run() == 0
+    before = kept(lake, lake.mirror_q("t"))
+    code = lake.run_raw("--source-namespace", lake.cow_ns, "--cow-namespace", lake.ns + "_again",
+                        "--source-mode", "readonly")
+    assert code == 1
+    assert kept(lake, lake.mirror_q("t")) == before
+    assert not lake.tables.namespace_exists(lake.ns + "_again") or not lake.tables.list_tables(lake.ns + "_again")

@@ -95,7 +95,7 @@ CASES = {
                                  "argument --source-namespace: expected one argument"),
     "source-namespace-dots": (HADOOP, ["--source-namespace", ".."], "source namespace name '..' cannot be used"),
     "source-namespace-spaces": (HADOOP, ["--source-namespace", "sales "], "source namespace name 'sales ' cannot"),
-    "source-namespace-is-a-mirror": (HADOOP, ["--source-namespace", "sales_cow"], "that is a mirror namespace"),
+    "source-namespace-is-a-mirror": (HADOOP, ["--source-namespace", "sales_cow"], "as mirror namespaces do"),
     "source-namespace-nested-in-rest": (writer(catalog_type="rest", rest_catalog_url="http://127.0.0.1:1",
                                                iceberg_s3_path="wh"), ["--source-namespace", "db.public"],
                                         "source namespace name 'db.public' is nested ('.' separates levels in a "

@@ -21,13 +21,16 @@ def validate_name(kind: str, name: str) -> str:
     return name
 
 
-def check_source_namespace(name: str, suffix: str = "") -> str:
+def check_source_namespace(name: str, suffix: str = "", own: str = "") -> str:
     """InvalidNameError for a mirror namespace given as a source: mirroring a mirror would write
-    `<ns>_cow_cow` and read the job's own commits as changes."""
+    `<ns>_cow_cow` and read the job's own commits as changes. `own`: what to do when it is OLake's
+    own namespace after all (default: the job's --cow-namespace)."""
     suffix = suffix or MIRROR_SUFFIX
     if name.endswith(suffix):
-        raise InvalidNameError(f"source namespace {name!r} ends with {suffix!r}: that is a mirror namespace "
-                               f"(olake-cow writes mirrors there); name OLake's namespace ({name[:-len(suffix)]!r})")
+        own = own or f"name its mirror namespace with --cow-namespace (for example {name}_mirror)"
+        raise InvalidNameError(f"source namespace {name!r} ends with {suffix!r}, as mirror namespaces do: if it "
+                               f"holds mirrors, name OLake's namespace ({name[:-len(suffix)]!r}); if it is OLake's "
+                               f"own (a database {name[:-len(suffix)]!r} with a schema {suffix.lstrip('_')!r}), {own}")
     return name
 
 

@@ -239,6 +239,9 @@ class SourceProblem:
 
 def source_problem(source: TableState, name: str) -> Optional[SourceProblem]:
     """What in the source's schema the job cannot serve, before anything is read or written."""
+    if source.properties.get(MADE_BY_PROPERTY) == MADE_BY or SOURCE_PROPERTY in source.properties:
+        return SourceProblem(f"{name} is an olake-cow mirror (it carries {MADE_BY_PROPERTY} or {SOURCE_PROPERTY}), "
+                             "not OLake's table: a mirror is not mirrored again. Name OLake's namespace")
     if source.key_field_id is None:
         return SourceProblem(f"{name} has no _olake_id column: it is not an OLake table, skipped", skip=True)
     if source.key_type != "string":
