@@ -76,7 +76,7 @@ class GlueTables:
         names = []
         for page in self.glue.get_paginator("get_tables").paginate(DatabaseName=database, **self.ids):
             for t in page.get("TableList", []):
-                if str((t.get("Parameters") or {}).get("table_type", "")).upper() == "ICEBERG":
+                if _is_iceberg(t):
                     names.append(t["Name"])
         return sorted(names)
 
@@ -93,6 +93,10 @@ class GlueTables:
             return None
         if missing:
             return f"table(s) {', '.join(missing)} not in the Glue database {namespace!r}: nothing to mirror"
+        other = [t for t in names if not _is_iceberg(self._table(namespace, t))]
+        if other:
+            return (f"table(s) {', '.join(other)} in the Glue database {namespace!r} are not Iceberg tables, so not "
+                    "OLake's: nothing to mirror")
         return None
 
     def held(self, namespace: str, tables: Union[AllTables, Tables, Skip]) -> Union[AllTables, Tables, Skip]:
@@ -107,3 +111,8 @@ class GlueTables:
             log.warning("namespace %s: not in Glue, left out: %s", namespace,
                         ", ".join(sorted(set(tables.names) - set(kept))))
         return Tables(kept) if kept else Skip("no pending table is in the Glue catalog")
+
+
+def _is_iceberg(table: Optional[Dict[str, Any]]) -> bool:
+    """A Glue table Iceberg's GlueCatalog made (table_type ICEBERG), as the job's catalog loads them."""
+    return table is not None and str((table.get("Parameters") or {}).get("table_type", "")).upper() == "ICEBERG"

@@ -37,6 +37,15 @@ def commit(key_in_event):
     return build
 
 
+def with_legacy_table(event):
+    """`event`, after Glue gets a plain Hive table sales.legacy (no Iceberg metadata)."""
+    def build(aws):
+        aws.glue.create_table(DatabaseName="sales", TableInput={
+            "Name": "legacy", "TableType": "EXTERNAL_TABLE", "Parameters": {"classification": "parquet"}})
+        return event
+    return build
+
+
 META = "metadata/00007-6b3bc9f4-1d0e-4f4e-9c52-1a2f9bd1e0aa.metadata.json"
 ANY = {"SOURCE_NAMESPACES": "*"}  # a stack that mirrors every namespace: the catalog's rules still apply
 READONLY = {"SOURCE_MODE": "readonly"}
@@ -59,6 +68,10 @@ CASES = {
                           "table(s) ghost not in the Glue database 'sales'"),
     "table-not-in-glue-forced": ({}, direct(tables=["orders", "ghost"], force=True), "refused",
                                  "table(s) ghost not in the Glue database"),
+    "table-not-iceberg": ({}, with_legacy_table(direct(tables=["legacy"])), "refused",
+                          "table(s) legacy in the Glue database 'sales' are not Iceberg tables"),
+    "table-not-iceberg-forced": ({}, with_legacy_table(direct(tables=["orders", "legacy"], force=True)), "refused",
+                                 "are not Iceberg tables, so not OLake's"),
     "namespace-uppercase": (ANY, direct(namespace="Sales"), "error",
                             "namespace name 'Sales' cannot be used with a glue catalog"),
     "namespace-dash": (ANY, direct(namespace="sales-db"), "error",
