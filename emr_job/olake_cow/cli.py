@@ -29,7 +29,7 @@ from .core.modes import parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import render
 from .core.uris import split_s3
-from .preflight import check_credentials, check_reachable, check_summary_bucket
+from .preflight import check_credentials, check_reachable, check_rest_catalog, check_summary_bucket
 
 log = logging.getLogger("olake_cow")
 MAX_PARALLELISM = 64  # tables at once; each holds a Spark thread and its py4j connection
@@ -225,7 +225,8 @@ def check_summary_place(target: Optional[str], cfg: DestinationConfig, job: JobO
     places = [cfg.warehouse, job.cow_base_location or ""]
     here = _comparable(target if "://" in target or target.startswith("file:") else os.path.abspath(target))
     for place in places:
-        if ("://" in place or place.startswith("/")) and here.startswith(_comparable(place).rstrip("/") + "/"):
+        folder = _comparable(place).rstrip("/") + "/" if place else ""
+        if ("://" in folder or folder.startswith("/")) and here.startswith(folder):
             raise ConfigError(f"--summary-out {target} lies inside {place}, where tables keep their files: "
                               "write the summary outside the warehouse and the mirrors' location")
 
@@ -385,6 +386,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
 
     launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
     check_credentials(cfg)
+    check_rest_catalog(cfg)
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
     return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out)

@@ -5,6 +5,9 @@ import os
 import re
 import socket
 from typing import List, Optional, Tuple
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
+from urllib.request import urlopen
 
 from .core.config import CatalogType, DestinationConfig, is_s3
 from .core.errors import ConfigError, aws_error_code
@@ -23,6 +26,11 @@ def catalog_servers(cfg: DestinationConfig) -> List[Tuple[str, int, str]]:
         for uri in str(cfg.get("hive_uri")).split(","):
             host, _, port = uri.strip()[len("thrift://"):].partition(":")
             servers.append((host, int(port or 9083), f"the Hive metastore {uri.strip()}"))
+    elif cfg.catalog_type == CatalogType.REST:
+        parts = urlsplit(str(cfg.get("rest_catalog_url")))
+        if parts.hostname:
+            rest_port = parts.port or (443 if parts.scheme == "https" else 80)
+            servers.append((parts.hostname, rest_port, f"the REST catalog {cfg.get('rest_catalog_url')}"))
     elif cfg.catalog_type == CatalogType.JDBC:
         m = _JDBC_HOST.match(str(cfg.get("jdbc_url")))
         if m:
@@ -46,6 +54,34 @@ def check_reachable(cfg: DestinationConfig, timeout: Optional[float] = None) -> 
     if problems:
         raise ConfigError(f"cannot reach {'; '.join(problems)} within {limit:g} s: check the address, that the "
                           "server runs, and the network (on EMR: the application's subnets and security groups)")
+
+
+def check_rest_catalog(cfg: DestinationConfig, timeout: Optional[float] = None) -> None:
+    """ConfigError when the REST URL answers but is no Iceberg REST catalog: Iceberg's client adds
+    `/v1/...` itself, so a URL that already ends in /v1, one whose `/v1/config` is not found, or one
+    that answers like S3 (XML) would only fail after Spark starts, in a raw RESTException."""
+    if cfg.catalog_type != CatalogType.REST:
+        return
+    url = str(cfg.get("rest_catalog_url")).rstrip("/")
+    if url.endswith("/v1"):
+        raise ConfigError(f"writer.rest_catalog_url {url!r} ends with /v1, which Iceberg's client adds itself: "
+                          f"use {url[:-3]!r}")
+    limit = timeout if timeout is not None else float(os.environ.get("OLAKE_COW_CONNECT_TIMEOUT", CONNECT_TIMEOUT_S))
+    probe = f"{url}/v1/config"
+    try:
+        with urlopen(probe, timeout=limit) as reply:  # an http(s) URL the config rules checked
+            status, body = reply.status, reply.read(512)
+    except HTTPError as exc:
+        status, body = exc.code, exc.read(512)
+    except (URLError, OSError):
+        return  # reachability is check_reachable's; anything else is left to the run
+    text = body.decode("utf-8", "replace").lstrip()
+    if text.startswith("<"):
+        raise ConfigError(f"writer.rest_catalog_url {url!r} answers {probe} with XML, as an S3 endpoint does, not "
+                          "as an Iceberg REST catalog: point it at the catalog (S3 goes in writer.s3_endpoint)")
+    if status == 404:
+        raise ConfigError(f"writer.rest_catalog_url {url!r}: {probe} is not found (404), so no Iceberg REST catalog "
+                          "answers there: check the URL's path (the catalog's base, without /v1)")
 
 
 def check_credentials(cfg: DestinationConfig) -> None:

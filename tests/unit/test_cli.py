@@ -86,6 +86,13 @@ CASES = {
                          "cannot reach the Hive metastore thrift://127.0.0.1:1"),
     "jdbc-unreachable": (writer(catalog_type="jdbc", jdbc_url="jdbc:postgresql://127.0.0.1:1/db",
                                 iceberg_s3_path="/tmp/wh"), [], "cannot reach the JDBC catalog's database 127.0.0.1"),
+    "rest-unreachable": (writer(catalog_type="rest", rest_catalog_url="http://127.0.0.1:1", iceberg_s3_path="wh"), [],
+                         "cannot reach the REST catalog http://127.0.0.1:1"),
+    "rest-url-ends-in-v1": (writer(catalog_type="rest", rest_catalog_url="http://127.0.0.1:1/v1/",
+                                   iceberg_s3_path="wh"), [], "ends with /v1, which Iceberg's client adds itself"),
+    "summary-out-in-the-warehouse": (writer(catalog_type="hadoop", iceberg_s3_path="/tmp/wh"),
+                                     ["--summary-out", "/tmp/wh/sales/t/metadata/v9.metadata.json"],
+                                     "where tables keep their files: write the summary outside"),
     "destination-details-empty": ("none", ["--destination-details", ""], "--destination-details is empty"),
     "secret-id-empty": (None, ["--secret-id", " "], "--secret-id is empty"),
     "secret-without-region": (None, ["--secret-id", "olake/destination"], "no AWS region; pass --region"),
@@ -191,6 +198,7 @@ def test_bad_input_exits_2_in_one_line_before_spark_and_writes_nothing(case, tmp
     monkeypatch.setattr("olake_cow.spark.session.build_session", spark_must_not_start)
     warehouse = tmp_path / "wh"
     config, extra, message = CASES[case]
+    extra = [a.replace("/tmp/wh", str(warehouse)) for a in extra]
     source = []
     if config not in (None, "none"):
         path = tmp_path / "destination.json"

@@ -3,6 +3,8 @@ mirror's columns and format version as the job left them, another job's truncate
 mirror's source, the truncate planner's way out after expiry, and the one decision the job's
 loop and the trigger's idle check share (core/identity.py, core/readonly.py, core/truncate.py,
 core/planner.py)."""
+import re
+
 import pytest
 
 from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, FORMAT_PROPERTY, Marker
@@ -198,3 +200,40 @@ def test_a_file_size_property_no_file_size_is_falls_back_to_the_default():
     assert usable_file_size("lots") is None and usable_file_size("0") is None and usable_file_size(None) is None
     assert usable_file_size(str(64 * MB)) == 64 * MB
     assert mirror_target_bytes({"write.target-file-size-bytes": "lots"}) == 128 * MB
+
+
+@pytest.mark.parametrize("answer, message", [
+    ((404, "text/plain", b"not found"), "is not found (404), so no Iceberg REST catalog answers there"),
+    ((403, "application/xml", b"<?xml version='1.0'?><Error><Code>AccessDenied</Code></Error>"),
+     "with XML, as an S3 endpoint does"),
+])
+def test_a_rest_url_that_answers_as_something_else_is_refused_before_spark(answer, message):
+    import http.server
+    import threading
+
+    from olake_cow.core.config import parse_destination
+    from olake_cow.core.errors import ConfigError
+    from olake_cow.preflight import check_rest_catalog
+
+    status, kind, body = answer
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cfg = parse_destination({"catalog_type": "rest", "iceberg_s3_path": "wh",
+                                 "rest_catalog_url": f"http://127.0.0.1:{server.server_port}"})
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            check_rest_catalog(cfg, timeout=5)
+    finally:
+        server.shutdown()
+        server.server_close()
