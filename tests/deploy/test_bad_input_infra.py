@@ -93,6 +93,8 @@ CASES = {
     "extra-not-allowed": (*deploy(EXTRA_PARAMS="MirrorFormat=mor"), "MirrorFormat='mor': must be one of"),
     "extra-below-minimum": (*deploy(EXTRA_PARAMS="JobTimeoutMinutes=1"), "must be at least 5"),
     "extra-pattern": (*deploy(EXTRA_PARAMS="EmrReleaseLabel=emr-6.15.0"), "does not match the parameter's pattern"),
+    "extra-release-untested": (*deploy(EXTRA_PARAMS="EmrReleaseLabel=emr-7.0.0"),
+                               "does not match the parameter's pattern"),
     "extra-own-setting": (*deploy(EXTRA_PARAMS="ArtifactsPrefix=x"), "make deploy sets ArtifactsPrefix"),
     "extra-image-on-spark4": (*deploy(EXTRA_PARAMS="EmrReleaseLabel=emr-spark-8.1.0 ImageUri=r.example/olake:1"),
                               "ImageUri (the job image of infra/image) is built for emr-7.x releases"),

@@ -294,6 +294,8 @@ def test_a_readonly_deployment_gives_the_job_no_write_access_to_olakes_tables(re
     ("emr-7.12.0", True), ("emr-7.14.0", True), ("emr-spark-8.1.0", True),
     ("emr-spark-8.0.0", False),  # Spark 4.0: not a stack the tests run
     ("emr-spark-8.2.0", False), ("emr-6.15.0", False), ("emr-7.12", False), (" emr-7.12.0", False),
+    ("emr-7.13.0", True), ("emr-7.0.0", False), ("emr-7.11.0", False),  # Iceberg 1.9 and older: not tested
+    ("emr-7.99.9", False),  # no such release
 ])
 def test_the_release_labels_the_template_accepts_are_the_tested_stacks(label, accepted):
     from infra.iceberg_jars import SPARK4_RELEASES
