@@ -244,6 +244,12 @@ def _check_local_summary_out(target: str) -> None:
         existing = os.path.dirname(existing)
     if os.path.isdir(target) or not os.path.isdir(existing) or not os.access(existing, os.W_OK):
         raise ConfigError(f"--summary-out {target} is not a writable file path")
+    whole = len(os.path.abspath(target).encode()) + len(".tmp")
+    if whole >= os.pathconf(existing, "PC_PATH_MAX"):
+        raise ConfigError(f"--summary-out {target[:60]}...: the path is longer than the file system allows "
+                          f"({whole - 4} bytes; at most {os.pathconf(existing, 'PC_PATH_MAX') - 5})")
+    if any(len(part.encode()) > os.pathconf(existing, "PC_NAME_MAX") for part in parent.split(os.sep)):
+        raise ConfigError(f"--summary-out {target[:60]}...: a folder name is longer than the file system allows")
     parent = existing
     # written through a `.tmp` beside it: the longer name must fit the file system too
     longest = len(os.path.basename(target).encode()) + len(".tmp")
@@ -331,6 +337,8 @@ _SPARK_MASTER = re.compile(r"^(local(\[(\*|[1-9][0-9]*)(,[0-9]+)?\])?|local-clus
 
 
 def _spark_conf(items: Sequence[str], catalog_name: str) -> Dict[str, str]:
+    from .spark.session import ICEBERG_EXTENSIONS
+
     extra = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -340,6 +348,9 @@ def _spark_conf(items: Sequence[str], catalog_name: str) -> Dict[str, str]:
         if key == f"spark.sql.catalog.{catalog_name}" or key.startswith(f"spark.sql.catalog.{catalog_name}."):
             raise ConfigError(f"--spark-conf {key}: the catalog {catalog_name!r} is set from the destination config; "
                               "change it there (a second setting here would point the run at another catalog)")
+        if key == "spark.sql.extensions" and ICEBERG_EXTENSIONS not in value:
+            raise ConfigError(f"--spark-conf spark.sql.extensions={value!r} leaves out {ICEBERG_EXTENSIONS}, which "
+                              "every run needs (its procedures and MERGE): add yours after a comma")
         if key == "spark.master" and not _SPARK_MASTER.match(value.strip()):
             raise ConfigError(f"--spark-conf spark.master={value!r} is not a Spark master (local[*], local[N], "
                               "spark://host:port, yarn, k8s://...)")

@@ -116,7 +116,15 @@ def parse_destination(source: Any) -> DestinationConfig:
             raise ConfigError("destination config is nested too deeply to be an OLake destination config") from None
     if not isinstance(source, dict):
         raise ConfigError(f"destination config must be a JSON object, got {type(source).__name__}")
+    return _validate_writer(_writer_of(source))
+
+
+def _writer_of(source: Dict[str, Any]) -> Dict[str, Any]:
+    """The writer object: `source["writer"]` of OLake's wrapper, or `source` itself."""
     writer: Any = source
+    if "type" in source and "writer" not in source and any(k in source for k in ("catalog_type", "iceberg_s3_path")):
+        raise ConfigError("the destination config holds 'type' beside the writer's keys but no 'writer' object: "
+                          'write {"type": "ICEBERG", "writer": {...}}, or leave \'type\' out of the bare writer object')
     if "writer" in source or "type" in source:
         _refuse_unknown(source, WRAPPER_KEYS, "")
         kind = source.get("type")
@@ -127,7 +135,7 @@ def parse_destination(source: Any) -> DestinationConfig:
             raise ConfigError("destination config has no 'writer' object")
     if not isinstance(writer, dict):
         raise ConfigError(f"'writer' must be a JSON object, got {type(writer).__name__}")
-    return _validate_writer(writer)
+    return writer
 
 
 def _unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
@@ -237,6 +245,7 @@ _HIVE_URI = re.compile(r"^thrift://[^\s/:,]+(:[0-9]{1,5})?(,thrift://[^\s/:,]+(:
 # Bucket names S3 accepts (lowercase letters, digits, dots, hyphens; up to 63).
 S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{0,62}$")
 _PAIRS = (("aws_access_key", "aws_secret_key"), ("glue_access_key", "glue_secret_key"))
+REST_AUTH_TYPES = ("sigv4", "oauth2", "none")  # any other value would be ignored silently by the catalog
 
 
 def _check_values(writer: Mapping[str, Any], catalog_type: CatalogType) -> None:
@@ -254,6 +263,10 @@ def _check_values(writer: Mapping[str, Any], catalog_type: CatalogType) -> None:
     if catalog_type == CatalogType.HIVE and hive_uri and not _HIVE_URI.match(hive_uri.strip()):
         raise ConfigError(f"writer.hive_uri {hive_uri!r} must be thrift://host:port (the metastore's Thrift "
                           "address; several comma separated)")
+    auth = writer.get("rest_auth_type")
+    if catalog_type == CatalogType.REST and auth and str(auth).strip().lower() not in REST_AUTH_TYPES:
+        raise ConfigError(f"writer.rest_auth_type {auth!r} is not one olake-cow knows ({', '.join(REST_AUTH_TYPES)}): "
+                          "write sigv4 for AWS SigV4 signing, or leave it out for OAuth2 (credential) or a token")
     for key, partner in _PAIRS:
         if bool(writer.get(key)) != bool(writer.get(partner)):
             have, lack = (key, partner) if writer.get(key) else (partner, key)
@@ -298,6 +311,10 @@ def check_location(what: str, location: str, rest: bool = False) -> None:
     elif scheme and scheme != "file":
         raise ConfigError(f"{what} {location!r}: unknown scheme {scheme}://; write s3://bucket/prefix or a "
                           "local path")
+    elif scheme == "file" and not location.split("://", 1)[1].startswith("/"):
+        host = location.split("://", 1)[1].split("/", 1)[0]
+        raise ConfigError(f"{what} {location!r} names the host {host!r} (file:// is followed by a host): write "
+                          f"file:///{location.split('://', 1)[1]} or the path itself")
 
 
 def _is_int(value: Any) -> bool:
