@@ -117,8 +117,24 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
     return checked(args, sm, s3, glue)[0]
 
 
+def mode_conflict(stack: str, namespaces: Sequence[str], mode: str, others: Dict[str, Dict[str, str]]) -> Optional[str]:
+    """Why this stack may not mirror `namespaces` in `mode`: another stack mirrors one of them in the
+    other source mode, or truncates it too. One source, one truncating job: a truncate empties
+    OLake's table under every other mirror of it."""
+    for name, params in sorted(others.items()):
+        theirs = awsenv.name_list(params.get("SourceNamespaces", ""))
+        their_mode = params.get("SourceMode") or "readonly"
+        shared = [ns for ns in namespaces if ns in theirs or "*" in theirs or "*" in namespaces]
+        if shared and "truncate" in (mode, their_mode):
+            return (f"namespace {shared[0]} is mirrored by stack {name!r} in {their_mode} mode, and stack {stack!r} "
+                    f"would mirror it in {mode} mode: a truncate-mode stack empties OLake's table under every other "
+                    "mirror of it, so one source has one truncating stack and no other. Deploy this stack for other "
+                    "namespaces, or in the same mode beside a readonly one")
+    return None
+
+
 def checked(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
-            glue: Optional["GlueClient"] = None) -> Tuple[List[str], DestinationConfig]:
+            glue: Optional["GlueClient"] = None, cfn: Any = None) -> Tuple[List[str], DestinationConfig]:
     """check(), with the secret's config it read (the secret is read once per deploy)."""
     stack = awsenv.stack_name(args.stack)
     warehouse_bucket, prefix, artifacts_bucket, artifacts_prefix = _locations(args, stack)
@@ -131,6 +147,11 @@ def checked(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
             f"the secret's writer.iceberg_s3_path is {cfg.warehouse} but WAREHOUSE_BUCKET/WAREHOUSE_PREFIX name "
             f"{expected}: they must be the same warehouse (the trigger maps S3 events and grants access by them)")
     namespaces = _namespaces(args.namespaces, cfg)
+    if cfn is not None:
+        conflict = mode_conflict(stack, namespaces, extra.get("SourceMode", "readonly"),
+                                 awsenv.olake_cow_stacks(cfn, exclude=stack))
+        if conflict:
+            raise awsenv.SetupError(conflict)
     protected = [("the warehouse", (warehouse_bucket, prefix))]
     if glue is not None and cfg.catalog_type == CatalogType.GLUE:
         protected += ownership.table_locations(glue, namespaces + [n + MIRROR_SUFFIX for n in namespaces],
@@ -214,7 +235,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         session = awsenv.session(args.region)
         s3 = session.client("s3")
         sm, glue = session.client("secretsmanager"), session.client("glue")
-        lines, cfg = checked(args, sm, s3, glue)
+        lines, cfg = checked(args, sm, s3, glue, session.client("cloudformation"))
         for line in lines:
             print(f"    ok: {line}")
         if cfg.catalog_type == CatalogType.GLUE:

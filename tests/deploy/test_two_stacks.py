@@ -37,6 +37,9 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     assert moto.stack_parameters("stack-a")["SourceNamespaces"] == "sales"
     code, out = moto.deploy("stack-b", NAMESPACES="crm", ARTIFACTS_PREFIX="olake-cow/stack-a", **common)
     assert code == 2 and "is the artifacts location of stack 'stack-a'" in out, out
+    # one source, one truncating stack: stack-a mirrors sales readonly
+    code, out = moto.deploy("stack-c", NAMESPACES="sales", EXTRA_PARAMS="SourceMode=truncate", **common)
+    assert code == 2 and "namespace sales is mirrored by stack 'stack-a' in readonly mode" in out, out
     maintenance = '{"expire_mirror_hours": 168, "compact_files": true}'  # spaces and JSON in one parameter
     code, out = moto.deploy("stack-b", NAMESPACES="crm",
                             EXTRA_PARAMS=f"MirrorFormat=dv ScheduleMaintenance={maintenance}", **common)

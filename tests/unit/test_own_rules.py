@@ -237,3 +237,16 @@ def test_a_rest_url_that_answers_as_something_else_is_refused_before_spark(answe
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_one_source_has_one_truncating_stack_and_no_other():
+    from infra.preflight import mode_conflict
+
+    others = {"ro": {"SourceNamespaces": "sales,crm", "SourceMode": "readonly"},
+              "tr": {"SourceNamespaces": "hr", "SourceMode": "truncate"}}
+    assert "mirrored by stack 'ro' in readonly mode" in mode_conflict("new", ["sales"], "truncate", others)
+    assert "mirrored by stack 'tr' in truncate mode" in mode_conflict("new", ["hr"], "readonly", others)
+    assert "mirrored by stack 'tr' in truncate mode" in mode_conflict("new", ["hr"], "truncate", others)
+    assert mode_conflict("new", ["sales"], "readonly", others) is None  # readonly beside readonly
+    assert mode_conflict("new", ["ops"], "truncate", others) is None
+    assert mode_conflict("new", ["ops"], "truncate", {"all": {"SourceNamespaces": "*"}}) is not None
