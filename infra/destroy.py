@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from infra import awsenv, ownership
 from olake_cow.core import identity
+from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX, MIRROR_SUFFIX
 from olake_cow.core.snapshots import state_from_metadata
 
 if TYPE_CHECKING:  # typed clients (development stubs only)
@@ -43,7 +44,6 @@ if TYPE_CHECKING:  # typed clients (development stubs only)
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
 
-MIRROR_SUFFIX = "_cow"
 
 
 def schedule_group(stack: str) -> str:
@@ -94,7 +94,7 @@ def made_here(s3: "S3Client", ns: str, table: Dict) -> str:
     meta = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
     name = table["Name"]
     source = f"{ns}.{name[:-len(MIRROR_SUFFIX)]}" if name.endswith(MIRROR_SUFFIX) else ""
-    owner = identity.ownership(state_from_metadata(meta), source, f"{ns}{MIRROR_SUFFIX}.{name}")
+    owner = identity.ownership(state_from_metadata(meta), source, f"{ns}{MIRROR_NAMESPACE_SUFFIX}.{name}")
     return "" if owner.writable else "not made by olake-cow as a mirror of this namespace"
 
 
@@ -105,7 +105,7 @@ def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership
     project did not make is kept whole (not dropped) and named."""
     plan: List[MirrorTable] = []
     for ns in namespaces:
-        database = ns + MIRROR_SUFFIX
+        database = ns + MIRROR_NAMESPACE_SUFFIX
         try:
             tables = [t for page in glue.get_paginator("get_tables").paginate(DatabaseName=database)
                       for t in page.get("TableList", [])]
@@ -120,7 +120,7 @@ def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership
 def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Location,
                   sources: List[Tuple[str, ownership.Location]]) -> MirrorTable:
     """One table of a mirror database: dropped or not, and the data it may lose."""
-    database = ns + MIRROR_SUFFIX
+    database = ns + MIRROR_NAMESPACE_SUFFIX
     location = (t.get("StorageDescriptor") or {}).get("Location") or ""
     metadata = (t.get("Parameters") or {}).get("metadata_location") or ""
     entry = MirrorTable(database, t["Name"], None)
@@ -223,7 +223,7 @@ def _plan(args: argparse.Namespace, session: "boto3.session.Session", params: Di
                                     "--warehouse s3://bucket/prefix")
         sources = ownership.table_locations(glue, namespaces)
     if args.remove_artifacts:
-        mirrors = ownership.table_locations(glue, [n + MIRROR_SUFFIX for n in namespaces])
+        mirrors = ownership.table_locations(glue, [n + MIRROR_NAMESPACE_SUFFIX for n in namespaces])
         _plan_artifacts(args, session, params, others, plan, [("the warehouse", warehouse)] + sources + mirrors)
     if args.remove_mirrors:
         _plan_mirrors(args, glue, session.client("s3"), namespaces, warehouse, sources, others, plan)

@@ -10,6 +10,8 @@ A deployer without the rights to read these is told that it could not check, nev
 """
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence
 
+from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX
+
 if TYPE_CHECKING:  # typed clients (development stubs only)
     from mypy_boto3_glue import GlueClient
 
@@ -48,7 +50,8 @@ def signs(settings: Dict[str, Any], registered: Sequence[str], databases: Dict[s
     return found
 
 
-def grants_needed(stack: str, namespaces: Sequence[str], bucket: str, prefix: str, suffix: str = "_cow") -> str:
+def grants_needed(stack: str, namespaces: Sequence[str], bucket: str, prefix: str,
+                  suffix: str = MIRROR_NAMESPACE_SUFFIX) -> str:
     """The grants, in one line."""
     sources = ", ".join(namespaces)
     mirrors = ", ".join(n + suffix for n in namespaces)

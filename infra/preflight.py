@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from infra import awsenv, lakeformation, ownership, stack_params
 from olake_cow.core.config import CatalogType, DestinationConfig, parse_destination
 from olake_cow.core.errors import OlakeCowError
-from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
+from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX, check_for_catalog, check_source_namespace, validate_name
 
 if TYPE_CHECKING:  # typed clients (development stubs only)
     from mypy_boto3_glue import GlueClient
@@ -80,7 +80,7 @@ def _namespaces(text: str, cfg: DestinationConfig) -> List[str]:
             check_for_catalog(cfg.catalog_type, "namespace", check_source_namespace(
                 validate_name("namespace", ns), own="a stack cannot mirror it (its mirrors go to <namespace>_cow): "
                 "run the job for it with --cow-namespace"))
-            check_for_catalog(cfg.catalog_type, "namespace", ns + MIRROR_SUFFIX)
+            check_for_catalog(cfg.catalog_type, "namespace", ns + MIRROR_NAMESPACE_SUFFIX)
     except OlakeCowError as exc:
         raise awsenv.SetupError(f"NAMESPACES: {exc}") from None
     return namespaces
@@ -154,7 +154,7 @@ def checked(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
             raise awsenv.SetupError(conflict)
     protected = [("the warehouse", (warehouse_bucket, prefix))]
     if glue is not None and cfg.catalog_type == CatalogType.GLUE:
-        protected += ownership.table_locations(glue, namespaces + [n + MIRROR_SUFFIX for n in namespaces],
+        protected += ownership.table_locations(glue, namespaces + [n + MIRROR_NAMESPACE_SUFFIX for n in namespaces],
                                                cfg.get("glue_catalog_id"))
     ownership.check_apart((artifacts_bucket, artifacts_prefix), protected)
     if s3 is not None:

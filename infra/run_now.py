@@ -16,13 +16,13 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from infra import awsenv
+from olake_cow.core.job_request import FINAL_STATES
 
 if TYPE_CHECKING:  # typed clients (development stubs only)
     from mypy_boto3_emr_serverless import EMRServerlessClient
     from mypy_boto3_s3 import S3Client
 
 
-FINAL = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 def stack_outputs(cfn: Any, stack: str) -> dict:
@@ -38,7 +38,7 @@ def wait_and_report(emr: "EMRServerlessClient", s3: "S3Client", application_id: 
         if state != last:
             echo(f"job run {job_run_id}: {state}")
             last = state
-        if state in FINAL:
+        if state in FINAL_STATES:
             break
         time.sleep(poll_s)
     bucket, key = awsenv.uris.split_s3(summary_uri)

@@ -74,3 +74,10 @@ def mirror_problems(session, table_q: str, state, expected_rows: Sequence[Dict[s
         if actual != expected:
             problems.append(f"{engine}: {diff(actual, expected)}")
     return compared, problems
+
+
+def spec_string(catalog, namespace: str, table: str) -> str:
+    """A table's partition spec as 'transform(column)' terms, comparable across tables."""
+    from olake_cow.spark.mirror_ddl import spec_terms
+
+    return ",".join(f"{transform}({column})" for transform, column in spec_terms(catalog.load(namespace, table)))

@@ -22,10 +22,16 @@ from .core.config import (
 )
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
 from .core.filesize import MAX_FILE_SIZE_MB
-from .core.identifiers import MIRROR_SUFFIX, check_for_catalog, check_source_namespace, validate_name
+from .core.identifiers import (
+    MIRROR_NAMESPACE_SUFFIX,
+    MIRROR_SUFFIX,
+    check_for_catalog,
+    check_source_namespace,
+    validate_name,
+)
 from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
-from .core.modes import parse_format, parse_mode
+from .core.modes import DeleteMode, parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import render
 from .core.uris import split_s3
@@ -106,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="truncate mode, once, after OLake's snapshots were expired past the mirror's checkpoint: "
                         "merge what OLake's table still holds into the mirror (its rows are kept) instead of "
                         "stopping; changes OLake's table no longer holds are missed, and the summary says so")
-    p.add_argument("--delete-mode", choices=("keep", "hard"), default="keep",
+    p.add_argument("--delete-mode", choices=[m.value for m in DeleteMode], default=DeleteMode.KEEP.value,
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
@@ -278,7 +284,8 @@ def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
     if args.cow_namespace is not None and not args.cow_namespace.strip():
         raise ConfigError("--cow-namespace is empty: omit it for the default <source>_cow, or name the mirror "
                           "namespace")
-    cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", args.cow_namespace or f"{src}_cow"))
+    cow = args.cow_namespace or src + MIRROR_NAMESPACE_SUFFIX
+    cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", cow))
     if cow == src:
         raise ConfigError("--cow-namespace must differ from --source-namespace")
     return src, cow
@@ -378,7 +385,7 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
     if args.fold_deletes and args.mirror_format == "cow":
         raise ConfigError("--fold-deletes folds deletion vectors, which only dv mirrors have: with --mirror-format "
                           "cow it would do nothing (use --compact-files)")
-    job = JobOptions(src, cow, base, args.delete_mode, args.dry_run, args.parallelism, "", maintenance,
+    job = JobOptions(src, cow, base, DeleteMode(args.delete_mode), args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
                      verify=args.verify, resume_from_source=args.resume_from_source)
@@ -429,7 +436,8 @@ def _run(s: RunSettings) -> Exit:
     started = time.time()
     summary: Dict[str, Any] = {
         "run_id": job.run_id, "started_at": _iso(started), "catalog": cfg.public_view(), "version": __version__,
-        "source_namespace": job.source_namespace, "cow_namespace": job.cow_namespace, "delete_mode": job.delete_mode,
+        "source_namespace": job.source_namespace, "cow_namespace": job.cow_namespace,
+        "delete_mode": str(job.delete_mode),
         "dry_run": job.dry_run, "tables": [], "dropped_sources": [], "status": RunStatus.FAILED.value, "error": None,
     }
     failures: List[BaseException] = []

@@ -4,11 +4,12 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
 from botocore.exceptions import ClientError
 
+from olake_cow.core.job_request import FINAL_STATES
+
 if TYPE_CHECKING:
     from mypy_boto3_emr_serverless import EMRServerlessClient
 
 log = logging.getLogger("olake_trigger")
-FINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 class EmrRuns:

@@ -19,6 +19,7 @@ from urllib.parse import unquote_plus
 
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
+from olake_cow.core.job_request import FINAL_STATES
 from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
 from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
@@ -26,7 +27,6 @@ from .decide import AllTables, PendingTables, Tables, TableSelection
 from .jobs import RunOptions
 from .settings import Settings
 
-TERMINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 # Some catalogs suffix table folders with a UUID: <table>-<uuid>.
 _TABLE_DIR = re.compile(r"^(?P<table>.+?)(-[0-9a-f]{32}|-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12})?$")
 _DIRECT_KEYS = {"namespace", "tables", "dry_run", "force", "trigger", "maintenance", "source_mode", "mirror_format",
@@ -94,7 +94,7 @@ class JobStateChange:
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_STATES
+        return self.state in FINAL_STATES
 
 
 Event = Union[Commit, Ignored, Refused, RunRequest, JobStateChange]
@@ -275,7 +275,7 @@ def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None
     with _as_event_error():
         for namespace, tables in ev.targets:
             check_for_catalog(catalog_type, "namespace", namespace)
-            check_for_catalog(catalog_type, "namespace", namespace + MIRROR_SUFFIX)
+            check_for_catalog(catalog_type, "namespace", namespace + settings.cow_suffix)
             for table in tables.names if isinstance(tables, Tables) else ():
                 check_for_catalog(catalog_type, "table", table, MIRROR_SUFFIX)
     stack_mode = settings.source_mode

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from olake_cow.core import planner
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.errors import SourceModeError
+from olake_cow.core.identifiers import MIRROR_SUFFIX
 from olake_cow.core.identity import ownership, source_problem
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
@@ -41,7 +42,7 @@ class Freshness:
         out: Dict[str, TableCheck] = {}
         for name in (list(tables) if tables else self.tables.iceberg_tables(namespace)):
             source = self.tables.state(namespace, name)
-            mirror = self.tables.state(namespace + self.suffix, name + "_cow")
+            mirror = self.tables.state(namespace + self.suffix, name + MIRROR_SUFFIX)
             refused = _refusal(source, mirror, namespace, name, namespace + self.suffix)
             if refused:
                 out[name] = TableCheck(refused=refused)
@@ -67,5 +68,5 @@ def _refusal(source: TableState, mirror: TableState, namespace: str, name: str, 
     problem = source_problem(source, f"table {namespace}.{name}")
     if problem is not None:
         return problem.reason
-    owner = ownership(mirror, f"{namespace}.{name}", f"{cow_namespace}.{name}_cow")
+    owner = ownership(mirror, f"{namespace}.{name}", f"{cow_namespace}.{name}{MIRROR_SUFFIX}")
     return None if owner.writable else owner.reason

@@ -1,46 +1,18 @@
 """A mirror run's end (EMR Serverless state change): release the namespace, publish the run's
 metrics (its summary and billed cost), and start one follow-up run for commits that arrived
 meanwhile."""
-import logging
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
-
-from botocore.exceptions import ClientError
+from typing import Any, Mapping
 
 from . import jobs
 from .context import Context
 from .decide import Outcome, PendingTables, TriggerStatus
 from .events import JobStateChange
-from .glue import read_json_s3
 from .jobs import RunOptions
-from .metrics import Prices, billed_points, summary_points
-from .state import NamespaceState
-
-if TYPE_CHECKING:
-    from .starts import Starts
-
-log = logging.getLogger("olake_trigger")
-
-
-def close_run(ctx: Context, namespace: str, run: Mapping[str, Any]) -> Optional[Tuple[NamespaceState, Optional[str]]]:
-    """Release the namespace from `run` and publish its metrics: the state it left and its summary's
-    status (None: its end was already handled)."""
-    st = ctx.store.finish(namespace, run["jobRunId"])
-    if st is None:
-        return None
-    summary: Optional[Dict[str, Any]] = None
-    if st.summary_uri:
-        try:
-            summary = read_json_s3(ctx.c.s3, st.summary_uri)
-        except (ClientError, ValueError) as exc:
-            log.warning("no summary at %s (%s)", st.summary_uri, type(exc).__name__)
-    prices = Prices(ctx.s.price_vcpu_hour, ctx.s.price_gb_hour, ctx.s.price_storage_gb_hour)
-    for point in summary_points(summary, run["state"], ctx.s.table_metrics_limit) + billed_points(run, prices):
-        ctx.emit(namespace, point)
-    return st, (summary or {}).get("status")
+from .lifecycle import StartsRuns, close_run
 
 
 class JobEnds:
-    def __init__(self, ctx: Context, starts: "Starts") -> None:
+    def __init__(self, ctx: Context, starts: StartsRuns) -> None:
         self.ctx, self.starts = ctx, starts
 
     def on_job_state(self, ev: JobStateChange) -> Outcome:

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from olake_cow.core.errors import ConfigError
+from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX
 from olake_cow.core.maintenance import MAX_HOURS
-from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
+from olake_cow.core.modes import DeleteMode, MirrorFormat, SourceMode, parse_delete_mode, parse_format, parse_mode
 
 _S3 = re.compile(r"^s3://[a-z0-9.\-]{3,63}(/.*)?$")
 
@@ -21,13 +22,13 @@ class Settings:
     entry_point: str  # s3://.../main.py
     py_files: str  # s3://.../olake_cow.zip
     summary_uri: str  # s3://bucket/prefix: summaries land at <prefix>/<namespace>/<token>.json
-    cow_suffix: str = "_cow"
+    cow_suffix: str = MIRROR_NAMESPACE_SUFFIX
     cow_base_location: Optional[str] = None  # mirrors at <base>/<cow namespace>/<table>_cow
     warehouse_location: Optional[str] = None  # overrides the config's iceberg_s3_path for key mapping
     quiet_period_s: int = 120
     job_timeout_min: int = 180
     lease_margin_min: int = 30
-    delete_mode: str = "keep"
+    delete_mode: DeleteMode = DeleteMode.KEEP
     source_mode: Optional[SourceMode] = None  # None: each mirror keeps its own; new mirrors readonly
     # Periodic runs expire source snapshots older than this; None: never (it writes OLake's tables)
     source_expiry_hours: Optional[float] = None
@@ -93,9 +94,7 @@ def _what_to_mirror(env: Mapping[str, str]) -> Dict[str, Any]:
     namespaces = tuple(n.strip() for n in env.get("SOURCE_NAMESPACES", "").split(",") if n.strip())
     if not namespaces:
         raise ConfigError("SOURCE_NAMESPACES must list the namespaces to mirror (comma separated) or '*'")
-    delete_mode = env.get("DELETE_MODE", "").strip() or Settings.delete_mode
-    if delete_mode not in ("keep", "hard"):
-        raise ConfigError(f"DELETE_MODE must be keep or hard, got {delete_mode!r}")
+    delete_mode = parse_delete_mode(env.get("DELETE_MODE", "").strip() or Settings.delete_mode.value, "DELETE_MODE")
     suffix = env.get("COW_NAMESPACE_SUFFIX", Settings.cow_suffix).strip()
     if not suffix:
         raise ConfigError("COW_NAMESPACE_SUFFIX must not be empty (mirrors would overwrite sources)")

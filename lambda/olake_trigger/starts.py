@@ -29,8 +29,8 @@ from .decide import (
 from .events import RunRequest
 from .freshness import Freshness
 from .glue import GlueTables
-from .job_ends import close_run
 from .jobs import RunOptions
+from .lifecycle import still_running
 from .metrics import Point
 
 log = logging.getLogger("olake_trigger")
@@ -134,16 +134,8 @@ class Starts:
         return checks
 
     def still_running(self, namespace: str, job_run_id: Optional[str]) -> bool:
-        """True if `job_run_id` still runs. A finished run whose end event was lost is finished here."""
-        if not job_run_id:
-            return True  # the lease holder is still starting its run
-        run = self.ctx.runs.ended(job_run_id)
-        if run is None:
-            return True
-        log.warning("mirror run %s ended (%s) without an end event reaching us; finishing it now",
-                    job_run_id, run["state"])
-        close_run(self.ctx, namespace, run)
-        return False
+        """True if `job_run_id` still runs (lifecycle.still_running)."""
+        return still_running(self.ctx, namespace, job_run_id)
 
 
 def _names(tables: Union[AllTables, Tables]) -> Union[str, List[str]]:

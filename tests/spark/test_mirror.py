@@ -7,8 +7,8 @@ import random
 import pytest
 from tests.spark.catalog_scenarios import recreated_source
 
-from olake_cow.spark.mirror_ddl import spec_string
 from testkit.lakes import make, rows
+from testkit.local import spec_string
 
 pytestmark = [pytest.mark.spark]
 

@@ -160,3 +160,75 @@ def test_the_class_size_check_passes_on_the_product_code_and_fails_on_a_long_cla
     (tmp_path / "big.py").write_text("class Big:\n" + "    x = 1\n" * 150)
     bad = subprocess.run(tool + [str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1 and "class Big is 151 lines" in bad.stdout, bad.stdout
+
+
+PRODUCT = {"emr_job/olake_cow": "olake_cow", "lambda/olake_trigger": "olake_trigger", "infra": "infra"}
+
+
+def import_graph(roots=None):
+    """module -> the product modules it imports (relative imports resolved, `from p import m` as p.m;
+    imports under TYPE_CHECKING and inside functions count: they tie the modules just as well)."""
+    roots = roots or {os.path.join(ROOT, k): v for k, v in PRODUCT.items()}
+    files = {}
+    for root, top in roots.items():
+        for folder, _, names in os.walk(root):
+            rel = os.path.relpath(folder, root)
+            package = top if rel == "." else top + "." + rel.replace(os.sep, ".")
+            for f in (x for x in names if x.endswith(".py")):
+                files[package if f == "__init__.py" else f"{package}.{f[:-3]}"] = (os.path.join(folder, f), package)
+    graph = {}
+    for module, (path, package) in files.items():
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                found |= {target} | {f"{target}.{a.name}" for a in node.names}
+        graph[module] = sorted(m for m in found if m in files and m != module)
+    return graph
+
+
+def import_cycles(graph):
+    """Each set of modules that import one another, round a circle (Tarjan's components)."""
+    index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                cycles.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_product_module_imports_round_a_circle():
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_cycle_check_catches_a_circle_through_type_checking(tmp_path):
+    (tmp_path / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    (tmp_path / "b.py").write_text("from . import a\n")
+    (tmp_path / "c.py").write_text("from .a import x\n")
+    assert import_cycles(import_graph({str(tmp_path): "pkg"})) == [["pkg.a", "pkg.b"]]

@@ -25,7 +25,7 @@ def check_source_namespace(name: str, suffix: str = "", own: str = "") -> str:
     """InvalidNameError for a mirror namespace given as a source: mirroring a mirror would write
     `<ns>_cow_cow` and read the job's own commits as changes. `own`: what to do when it is OLake's
     own namespace after all (default: the job's --cow-namespace)."""
-    suffix = suffix or MIRROR_SUFFIX
+    suffix = suffix or MIRROR_NAMESPACE_SUFFIX
     if name.endswith(suffix):
         own = own or f"name its mirror namespace with --cow-namespace (for example {name}_mirror)"
         raise InvalidNameError(f"source namespace {name!r} ends with {suffix!r}, as mirror namespaces do: if it "
@@ -53,7 +53,8 @@ def sql_string(value: str) -> str:
 # table; a Hive metastore keeps identifiers of up to 128 such characters. OLake writes lowercase names.
 _CATALOG_RULES = {"glue": ("Glue", 252, 255), "hive": ("a Hive metastore", 128, 128)}
 _LOWER_NAME = re.compile(r"^[a-z0-9_]+$")
-MIRROR_SUFFIX = "_cow"
+MIRROR_SUFFIX = "_cow"  # a mirror table is named <table>_cow
+MIRROR_NAMESPACE_SUFFIX = "_cow"  # the default mirror namespace is <namespace>_cow
 
 
 def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "") -> str:

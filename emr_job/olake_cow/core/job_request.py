@@ -5,7 +5,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from .maintenance import MaintenanceOptions
-from .modes import MirrorFormat, SourceMode
+from .modes import DeleteMode, MirrorFormat, SourceMode
+
+# EMR Serverless job run states that end a run (the trigger's end events, run-now's wait).
+FINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
 
 
 @dataclass(frozen=True)
@@ -14,7 +17,7 @@ class JobRequest:
     source_namespace: str
     cow_namespace: str
     summary_out: str
-    delete_mode: str = "keep"
+    delete_mode: DeleteMode = DeleteMode.KEEP
     parallelism: int = 4
     cow_base_location: Optional[str] = None
     tables: Optional[Tuple[str, ...]] = None  # None: every table of the namespace
@@ -29,7 +32,7 @@ def job_argv(req: JobRequest) -> List[str]:
     """The job's command-line arguments for `req` (entryPointArguments of StartJobRun)."""
     args = ["--secret-id", req.secret_id, "--source-namespace", req.source_namespace,
             "--cow-namespace", req.cow_namespace, "--summary-out", req.summary_out,
-            "--delete-mode", req.delete_mode, "--parallelism", str(req.parallelism)]
+            "--delete-mode", str(req.delete_mode), "--parallelism", str(req.parallelism)]
     optional = (("--cow-base-location", req.cow_base_location),
                 ("--tables", ",".join(sorted(req.tables)) if req.tables is not None else None),
                 ("--region", req.region),

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Optional, Tuple
 
 from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, find_checkpoint
-from .errors import MirrorFormatError, SourceModeError
+from .errors import ConfigError, MirrorFormatError, SourceModeError
 from .snapshots import TableState, ancestors
 
 
@@ -116,6 +116,26 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
         "back to format version 2, so it must be rebuilt: in readonly mode mirror into another namespace with "
         "--mirror-format cow (--cow-namespace), which builds a new mirror from OLake's table; in truncate mode the "
         "mirror is the only complete copy, so keep it as it is. Or omit --mirror-format to keep dv.")
+
+
+class DeleteMode(str, Enum):
+    """What the mirror holds of OLake's tombstone rows (`--delete-mode`, stack parameter DeleteMode)."""
+
+    KEEP = "keep"  # tombstone rows (_op_type 'd') as the source shows them
+    HARD = "hard"  # their keys removed
+
+    def __str__(self) -> str:  # the value in messages and properties, on every Python (3.12 changed it)
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+def parse_delete_mode(value: str, what: str = "--delete-mode") -> DeleteMode:
+    try:
+        return DeleteMode(value)
+    except ValueError:
+        raise ConfigError(f"{what} must be keep or hard, got {value!r}") from None
 
 
 def parse_format(value: Optional[str], what: str = "--mirror-format") -> Optional[MirrorFormat]:

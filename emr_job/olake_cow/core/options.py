@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .maintenance import MaintenanceOptions
-from .modes import MirrorFormat, SourceMode
+from .modes import DeleteMode, MirrorFormat, SourceMode
 from .planner import TableAsk
 
 
@@ -12,7 +12,7 @@ class JobOptions:
     source_namespace: str
     cow_namespace: str
     cow_base_location: Optional[str]  # None: the catalog's default location (hadoop catalogs)
-    delete_mode: str = "keep"
+    delete_mode: DeleteMode = DeleteMode.KEEP
     dry_run: bool = False
     parallelism: int = 4
     run_id: str = ""

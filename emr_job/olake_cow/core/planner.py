@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from .changesource import for_mode
 from .identity import delete_mode_change, foreign_change, incompatible_column
-from .modes import SourceMode
+from .modes import DeleteMode, SourceMode
 from .snapshots import TableState
 from .steps import Advance, Done, Step
 
@@ -24,7 +24,7 @@ class TableAsk:
     """What a run asks of one table beyond its source mode: the job's command line, or the stack's
     settings in the trigger's idle check (the same inputs, so both decide alike)."""
 
-    delete_mode: str = "keep"
+    delete_mode: DeleteMode = DeleteMode.KEEP
     resume: bool = False  # --resume-from-source (truncate mode)
 
 

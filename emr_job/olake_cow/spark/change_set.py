@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.errors import UnsupportedDeleteError
 from ..core.filesize import rebuild_partitions
+from ..core.modes import DeleteMode
 from ..core.pruning import key_partition_sql
 from ..core.snapshots import Summary, TableState
 from .catalog import IcebergCatalog
@@ -115,7 +116,7 @@ class SourceTable:
 class SnapshotReader:
     """Reads a source table's change sets (the core's change sources choose what to read)."""
 
-    def __init__(self, session: Any, catalog: IcebergCatalog, source: SourceTable, delete_mode: str,
+    def __init__(self, session: Any, catalog: IcebergCatalog, source: SourceTable, delete_mode: DeleteMode,
                  target_file_bytes: int) -> None:
         self.session, self.catalog = session, catalog
         self.files = FileListing(catalog)

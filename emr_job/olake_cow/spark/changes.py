@@ -3,6 +3,7 @@ from functools import reduce
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..core.identifiers import quote, sql_string
+from ..core.modes import DeleteMode
 
 DataFrame = Any  # pyspark.sql.DataFrame (pyspark is imported lazily)
 KEY = "_olake_id"
@@ -111,16 +112,16 @@ def range_partitioned_latest(session: Any, rows: DataFrame, partitions: int,
     return latest_per_key(placed, by=[F.col(pid)]), pid
 
 
-def upsert_action(rows: DataFrame, delete_mode: str) -> Any:
+def upsert_action(rows: DataFrame, delete_mode: DeleteMode) -> Any:
     """ACTION for rows: 'U', or 'D' for a tombstone (`_op_type='d'`) in hard delete mode."""
     from pyspark.sql import functions as F
 
-    if delete_mode == "hard" and "_op_type" in rows.columns:
+    if delete_mode == DeleteMode.HARD and "_op_type" in rows.columns:
         return F.when(F.col("_op_type") == F.lit("d"), F.lit("D")).otherwise(F.lit("U"))
     return F.lit("U")
 
 
-def compose(row_parts: List[DataFrame], key_parts: List[DataFrame], delete_mode: str,
+def compose(row_parts: List[DataFrame], key_parts: List[DataFrame], delete_mode: DeleteMode,
             schema: Any, single_task: bool = False) -> Optional[DataFrame]:
     """The resolved change set of several parts (intervals of the source's history, oldest first):
     `row_parts[i]`, `key_parts[i]`: visible rows and deleted keys of part i, each with a PART

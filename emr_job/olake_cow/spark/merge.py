@@ -10,7 +10,7 @@ from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_reject
 from ..core.errors import AuditError, OlakeCowError
 from ..core.identifiers import quote
 from ..core.identity import DELETE_MODE_PROPERTY
-from ..core.modes import MirrorFormat
+from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, KeyMerge, MergeShape, WholeRewrite, merge_shape, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult
@@ -39,7 +39,7 @@ class MirrorWriter:
     the checkpoint in one commit. Counts go to the table's result."""
 
     def __init__(self, session: Any, catalog: IcebergCatalog, ns: str, name: str, mirror_q: str,
-                 result: TableResult, delete_mode: str) -> None:
+                 result: TableResult, delete_mode: DeleteMode) -> None:
         self.session, self.catalog, self.files = session, catalog, FileListing(catalog)
         self.ns, self.name, self.mirror_q, self.result = ns, name, mirror_q, result
         self.delete_mode = delete_mode
@@ -124,7 +124,7 @@ class MirrorWriter:
             self.catalog.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
             raise
         self.catalog.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id,
-                             {DELETE_MODE_PROPERTY: self.delete_mode})
+                             {DELETE_MODE_PROPERTY: str(self.delete_mode)})
         r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
         if rebuild:
             r.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)

@@ -156,8 +156,3 @@ def spec_terms(table: JavaObject) -> List[SpecTerm]:
 def order_terms(order: JavaObject, schema: JavaObject) -> List[OrderTerm]:
     return [(str(f.transform().toString()), str(schema.findColumnName(f.sourceId())),
              str(f.direction().name()), str(f.nullOrder().name())) for f in order.fields()]
-
-
-def spec_string(catalog: IcebergCatalog, namespace: str, table: str) -> str:
-    """A table's partition spec as 'transform(column)' terms, comparable across tables."""
-    return ",".join(f"{transform}({column})" for transform, column in spec_terms(catalog.load(namespace, table)))

@@ -8,7 +8,7 @@ from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
-from ..core.modes import MirrorFormat, SourceMode
+from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog, write_mode_properties
 from .mirror_ddl import MirrorDDL
@@ -37,7 +37,7 @@ class MirrorTable:
 
     def __init__(self, catalog: IcebergCatalog, source_ns: str, source: str, ns: str, name: str,
                  location: Optional[str], mode: SourceMode, fmt: MirrorFormat,
-                 target_file_mb: Optional[int], delete_mode: str) -> None:
+                 target_file_mb: Optional[int], delete_mode: DeleteMode) -> None:
         self.catalog, self.ddl = catalog, MirrorDDL(catalog)
         self.source_ns, self.source, self.ns, self.name = source_ns, source, ns, name
         self.location, self.mode, self.fmt, self.target_file_mb = location, mode, fmt, target_file_mb
@@ -71,7 +71,7 @@ class MirrorTable:
         made_namespace = self.catalog.create_namespace(self.ns)
         props = mirror_properties(self.fmt)
         props.update({MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: f"{self.source_ns}.{self.source}",
-                      MODE_PROPERTY: self.mode.value, DELETE_MODE_PROPERTY: self.delete_mode,
+                      MODE_PROPERTY: self.mode.value, DELETE_MODE_PROPERTY: str(self.delete_mode),
                       TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
         try:
             if not made_namespace:

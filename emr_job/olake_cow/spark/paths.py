@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar
 
 from ..core.changesource import ChangeSource, ReadonlySource, ReadsSnapshots, TruncateSource
-from ..core.modes import MirrorFormat, SourceMode
+from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.pruning import MergeShape, WriteChoice, choose_write
 from ..core.snapshots import TableState
 from ..core.steps import Merge
@@ -25,7 +25,7 @@ T_co = TypeVar("T_co", bound=ReadsSnapshots, covariant=True)
 class ReaderClass(Protocol[T_co]):
     """A Spark reader's constructor: what a path opens to read its change sets."""
 
-    def __call__(self, session: Any, catalog: IcebergCatalog, source: SourceTable, delete_mode: str,
+    def __call__(self, session: Any, catalog: IcebergCatalog, source: SourceTable, delete_mode: DeleteMode,
                  target_file_bytes: int) -> T_co: ...
 
 

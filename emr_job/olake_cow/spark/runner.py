@@ -4,7 +4,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Optional
+from typing import Any, List
 
 from ..core.config import DestinationConfig, redact, refused_by_catalog
 from ..core.errors import OlakeCowError, store_refusal
@@ -19,8 +19,7 @@ log = logging.getLogger("olake_cow")
 
 
 def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
-               catalog: IcebergCatalog,
-               on_result: Optional[Callable[[TableResult], None]] = None) -> List[TableResult]:
+               catalog: IcebergCatalog) -> List[TableResult]:
     """Every table's result; `catalog` is the run's, shared by its tables."""
     secrets = cfg.secret_values()
 
@@ -34,8 +33,6 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
             res = job.run()
         except Exception as exc:  # noqa: BLE001 - reported per table
             res = _fail(job.result, exc, secrets, cfg)
-        if on_result:
-            on_result(res)
         return res
 
     workers = max(1, min(opts.parallelism, len(tables)))

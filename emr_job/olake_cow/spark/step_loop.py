@@ -2,10 +2,9 @@
 for the next step, carry it out, read both tables again, repeat. Merge reads a change set and
 stages its write (merge.py); Publish commits a write an earlier run staged.
 """
-import time
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Protocol, Tuple
 
 from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
@@ -14,37 +13,52 @@ from ..core.errors import HistoryError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
 from ..core.identity import layout_change
 from ..core.modes import SourceMode
+from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table
 from ..core.pruning import MergeShape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from . import boundary
+from .catalog import IcebergCatalog
 from .change_set import ChangeSet, SourceTable
-from .merge import ChangeSummary
+from .clock import Clock
+from .merge import ChangeSummary, MirrorWriter
+from .mirror_table import MirrorTable
 from .paths import TablePath
-
-if TYPE_CHECKING:
-    from .table_job import TableJob
 
 MAX_STEPS = 10_000
 
 
-class Clock:
-    """Adds the time of a `with` block to one phase of the table's result."""
+class TableWork(Protocol):
+    """What the loop needs of one table's job (table_job.TableJob): its names and options, its
+    result, its adapters (opened on first use) and its metadata reads."""
 
-    def __init__(self, result: TableResult, phase: str) -> None:
-        self.result, self.phase = result, phase
+    table: str
+    mirror: str
+    source_q: str
+    opts: JobOptions
+    result: TableResult
 
-    def __enter__(self) -> "Clock":
-        self.t0 = time.monotonic()
-        return self
+    @property
+    def session(self) -> Any: ...
 
-    def __exit__(self, *exc: object) -> None:
-        self.result.add_time(self.phase, time.monotonic() - self.t0)
+    @property
+    def catalog(self) -> IcebergCatalog: ...
+
+    @property
+    def writer(self) -> MirrorWriter: ...
+
+    def say(self, msg: str, *args: object) -> None: ...
+
+    def states(self) -> Tuple[TableState, TableState]: ...
+
+    def mirror_state(self) -> TableState: ...
+
+    def mirror_table(self, path: TablePath[Any]) -> MirrorTable: ...
 
 
 class StepLoop:
-    def __init__(self, job: "TableJob", path: TablePath[Any]) -> None:
+    def __init__(self, job: TableWork, path: TablePath[Any]) -> None:
         self.job, self.path, self.result, self.opts = job, path, job.result, job.opts
 
     def run(self, source: TableState, mirror: TableState) -> None:

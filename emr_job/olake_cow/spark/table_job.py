@@ -22,12 +22,13 @@ from ..core.readonly import other_truncates
 from ..core.snapshots import TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import IcebergCatalog
+from .clock import Clock
 from .maintenance import TablePair, maintain
 from .merge import MirrorWriter
 from .mirror_table import MirrorTable
 from .paths import TablePath, path_for
 from .session import table_session
-from .step_loop import Clock, StepLoop
+from .step_loop import StepLoop
 
 log = logging.getLogger("olake_cow")
 

@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List
 
 from ..core.identifiers import quote
+from ..core.modes import DeleteMode
 from .changes import KEY, latest_per_key
 
 EXAMPLES = 5
@@ -43,13 +44,14 @@ def _hashed(frame: Any, columns: List[str], types: Dict[str, str]) -> Any:
     return frame.select(F.col(KEY), F.sha2(F.to_json(values), 256).alias("__olake_cow_hash"))
 
 
-def verify_mirror(session: Any, source_q: str, mirror_q: str, snapshot_id: int, delete_mode: str) -> VerifyResult:
+def verify_mirror(session: Any, source_q: str, mirror_q: str, snapshot_id: int,
+                  delete_mode: DeleteMode) -> VerifyResult:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     mirror = session.table(mirror_q)
     source = latest_per_key(session.sql(f"SELECT * FROM {source_q} VERSION AS OF {int(snapshot_id)}"))
-    if delete_mode == "hard" and "_op_type" in source.columns:
+    if delete_mode == DeleteMode.HARD and "_op_type" in source.columns:
         source = source.where(F.col("_op_type").isNull() | (F.col("_op_type") != F.lit("d")))
     types = {f.name: f.dataType for f in mirror.schema.fields}
     columns = [c for c in mirror.columns if c in set(source.columns)]
