@@ -151,9 +151,11 @@ soak: $(STAMP) $(JARS) ## fault/concurrency soak on a PostgreSQL JDBC catalog (S
 	bash tools/system-deps.sh
 	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
-lint: $(STAMP) ## ruff, and no class over 150 lines in the product code (no Java needed)
+lint: $(STAMP) ## ruff, no class over 150 lines and no function rated D or worse by radon in the product code
 	$(BIN)/ruff check emr_job lambda infra testkit tests demo tools bench
 	$(BIN)/python tools/class_size.py emr_job lambda infra
+	@graded="$$($(BIN)/radon cc --min D --show-complexity emr_job lambda infra)"; \
+	if [ -n "$$graded" ]; then echo "$$graded"; echo "radon: split the functions above (rated D or worse)"; exit 1; fi
 
 typecheck: $(STAMP) ## mypy on the job, trigger and infra packages
 	$(BIN)/mypy

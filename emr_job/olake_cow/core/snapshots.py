@@ -163,6 +163,19 @@ def _key_field(meta: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+def _schema_fields(meta: Mapping[str, Any]) -> Dict[str, Any]:
+    """The TableState fields of its schemas: the current one's top-level columns (names, field ids,
+    types) and the (id, name) of every schema's."""
+    current = _current_schema(meta).get("fields") or ()
+    return {
+        "columns": tuple(str(f.get("name")) for f in current),
+        "fields": {int(f["id"]): str(f.get("name")) for f in current},
+        "types": {str(f.get("name")): _type_name(f.get("type")) for f in current},
+        "past_fields": frozenset((int(f["id"]), str(f.get("name"))) for schema in meta.get("schemas") or ()
+                                 for f in schema.get("fields") or ()),
+    }
+
+
 def _type_name(typ: Any) -> str:
     """A primitive type as Iceberg spells it (`long`, `decimal(10, 2)`); a nested one by its kind."""
     return str(typ.get("type")) if isinstance(typ, Mapping) else str(typ)
@@ -184,12 +197,8 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         key_type=str(key.get("type", "string")),
         key_required=bool(key.get("required", True)),
         format_version=int(meta.get("format-version") or 1),
-        columns=tuple(str(f.get("name")) for f in _current_schema(meta).get("fields") or ()),
         partitioned=any(spec.get("fields") for spec in meta.get("partition-specs") or ()),
-        fields={int(f["id"]): str(f.get("name")) for f in _current_schema(meta).get("fields") or ()},
-        types={str(f.get("name")): _type_name(f.get("type")) for f in _current_schema(meta).get("fields") or ()},
-        past_fields=frozenset((int(f["id"]), str(f.get("name"))) for schema in meta.get("schemas") or ()
-                              for f in schema.get("fields") or ()),
+        **_schema_fields(meta),
         referenced=frozenset(int(r["snapshot-id"]) for r in (meta.get("refs") or {}).values()
                              if isinstance(r, dict) and r.get("snapshot-id") is not None),
     )

@@ -25,28 +25,10 @@ class _Position:
 
 def _position(source: TableState, mirror: TableState, resume: bool = False) -> Union[_Position, Blocked]:
     chain, complete = ancestors(source)
-    checkpoint = find_checkpoint(mirror)
-    if checkpoint is not None and (checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is not None):
-        checkpoint = None  # the source was dropped and recreated: rebuild from the new table
-    ids = [s.snapshot_id for s in chain]
-    if checkpoint is not None:
-        if checkpoint.snapshot_id in ids:
-            start = ids.index(checkpoint.snapshot_id) + 1
-        elif (chain and chain[0].parent_id == checkpoint.snapshot_id) or (
-                resume and source.snapshot(checkpoint.snapshot_id) is None):
-            start = 0  # the checkpoint was expired; everything after it that is left is merged
-        else:
-            return Blocked(_lost_checkpoint(source, checkpoint.snapshot_id))
-        rebuild = False
-    else:
-        if not complete and any(s.is_boundary for s in chain):
-            return Blocked(
-                "the mirror has no checkpoint for this source table and the source's history before "
-                f"snapshot {chain[0].snapshot_id} was expired, so earlier change sets are gone; "
-                "the mirror cannot be rebuilt from the source")
-        start = 0
-        rebuild = True
-    rest = chain[start:]
+    start = _start(source, mirror, chain, complete, resume)
+    if isinstance(start, Blocked):
+        return start
+    rest, rebuild = chain[start[0]:], start[1]
     by_id = source.by_id()
     pending = tuple(s for s in rest if s.is_boundary and (not resume or s.parent_id in by_id))
     after_last = rest[rest.index(pending[-1]) + 1:] if pending else rest
@@ -56,8 +38,29 @@ def _position(source: TableState, mirror: TableState, resume: bool = False) -> U
                            "it was merged. Nothing was written or truncated, and the mirror keeps every row it "
                            "holds. Run once with --resume-from-source: it merges the change sets OLake's table still "
                            "holds (that one's changes are missed, and the summary says so)")
-    open_changes = any(s.adds_files for s in after_last)
-    return _Position(pending, rebuild, open_changes)
+    return _Position(pending, rebuild, any(s.adds_files for s in after_last))
+
+
+def _start(source: TableState, mirror: TableState, chain: List[Snapshot], complete: bool,
+           resume: bool) -> Union[Tuple[int, bool], Blocked]:
+    """(where in the source's history the mirror's next change sets begin, whether it is rebuilt)."""
+    checkpoint = find_checkpoint(mirror)
+    if checkpoint is not None and (checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is not None):
+        checkpoint = None  # the source was dropped and recreated: rebuild from the new table
+    if checkpoint is None:
+        if not complete and any(s.is_boundary for s in chain):
+            return Blocked(
+                "the mirror has no checkpoint for this source table and the source's history before "
+                f"snapshot {chain[0].snapshot_id} was expired, so earlier change sets are gone; "
+                "the mirror cannot be rebuilt from the source")
+        return 0, True
+    ids = [s.snapshot_id for s in chain]
+    if checkpoint.snapshot_id in ids:
+        return ids.index(checkpoint.snapshot_id) + 1, False
+    if (chain and chain[0].parent_id == checkpoint.snapshot_id) or (
+            resume and source.snapshot(checkpoint.snapshot_id) is None):
+        return 0, False  # the checkpoint was expired; everything after it that is left is merged
+    return Blocked(_lost_checkpoint(source, checkpoint.snapshot_id))
 
 
 def _lost_checkpoint(source: TableState, checkpoint_id: int) -> str:
