@@ -171,6 +171,28 @@ def load_config(args: argparse.Namespace) -> DestinationConfig:
     return parse_destination(read_secret(args.secret_id, args.region))
 
 
+def _secret_refusal(exc: Exception, secret_id: str, client: Any) -> str:
+    """Why Secrets Manager refused the secret, naming the two causes a user can fix at once: an ARN of
+    another region than the client's, and a secret scheduled for deletion."""
+    code = aws_error_code(exc)
+    region = str(client.meta.region_name)
+    arn_region = secret_id.split(":")[3] if secret_id.startswith("arn:") and secret_id.count(":") >= 6 else ""
+    if code == "ResourceNotFoundException" and arn_region and arn_region != region:
+        return f"no such secret in {region}: the ARN names {arn_region}; pass --region {arn_region}"
+    if code == "InvalidRequestException" and _scheduled_for_deletion(client, secret_id):
+        return ("it is scheduled for deletion; restore it (aws secretsmanager restore-secret) or store the "
+                "destination again (make secret)")
+    return {"ResourceNotFoundException": f"no such secret in {region}",
+            "AccessDeniedException": "access denied"}.get(code, code or "refused")
+
+
+def _scheduled_for_deletion(client: Any, secret_id: str) -> bool:
+    try:
+        return bool(client.describe_secret(SecretId=secret_id).get("DeletedDate"))
+    except Exception:  # noqa: BLE001 - only a better message is at stake
+        return False
+
+
 def read_secret(secret_id: str, region: Optional[str]) -> str:
     """The secret's text; ConfigError with one line that says what to fix (never the value)."""
     import boto3  # available on EMR; only needed for --secret-id
@@ -184,10 +206,7 @@ def read_secret(secret_id: str, region: Optional[str]) -> str:
     except NoCredentialsError:
         raise ConfigError(f"--secret-id {secret_id}: no AWS credentials found") from None
     except ClientError as exc:
-        code = aws_error_code(exc)
-        why = {"ResourceNotFoundException": "no such secret",
-               "AccessDeniedException": "access denied"}.get(code, code or "refused")
-        raise ConfigError(f"cannot read secret {secret_id!r}: {why}") from None
+        raise ConfigError(f"cannot read secret {secret_id!r}: {_secret_refusal(exc, secret_id, client)}") from None
     except BotoCoreError as exc:  # botocore's messages name the endpoint or setting, never the value
         raise ConfigError(f"cannot read secret {secret_id!r}: {exc}") from None
     return value.get("SecretString") or value.get("SecretBinary") or ""
