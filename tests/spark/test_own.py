@@ -218,14 +218,21 @@ def test_properties_a_user_set_to_what_the_job_cannot_use_are_reset_not_failed_a
     lake.assert_mirror_matches("t")
 
 
-def test_a_format_version_set_on_a_cow_mirror_is_repaired_in_readonly_and_upgraded_on_request_in_truncate(
-        make_lake, destinations):
-    ro, tr = (make_lake(destinations["hadoop"], "hadoop", mode) for mode in ("readonly", "truncate"))
-    for lake in (ro, tr):
+def mirrored_in_both_modes(make_lake, destinations, change):
+    """A readonly and a truncate lake (file-system catalog), each mirrored once, then `change`d."""
+    lakes = [make_lake(destinations["hadoop"], "hadoop", mode) for mode in ("readonly", "truncate")]
+    for lake in lakes:
         make(lake)
         assert lake.run() == 0
-        lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('format-version'='3')")
-        lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+        change(lake)
+    return lakes
+
+
+def test_a_format_version_set_on_a_cow_mirror_is_repaired_in_readonly_and_upgraded_on_request_in_truncate(
+        make_lake, destinations):
+    ro, tr = mirrored_in_both_modes(make_lake, destinations, lambda lake: (
+        lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('format-version'='3')"),
+        lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])))
     code, result = ro.run_summary()
     assert code == 0 and result["repaired"] == 1 and ro.mirror("t").format_version == 2
     ro.assert_mirror_matches("t")
@@ -240,14 +247,13 @@ def test_a_format_version_set_on_a_cow_mirror_is_repaired_in_readonly_and_upgrad
 
 def test_a_source_column_back_with_another_type_rebuilds_readonly_and_stops_truncate_before_truncating(
         make_lake, destinations):
-    ro, tr = (make_lake(destinations["hadoop"], "hadoop", mode) for mode in ("readonly", "truncate"))
-    for lake in (ro, tr):
-        make(lake)
-        assert lake.run() == 0
+    def retyped(lake):
         lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} DROP COLUMN v")
         lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} ADD COLUMN v string")
         lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": "one", "s": "x"},
                                  {"_olake_id": "50", "_op_type": "c", "v": "fifty", "s": "y"}])
+
+    ro, tr = mirrored_in_both_modes(make_lake, destinations, retyped)
     code, result = ro.run_summary()
     assert code == 0 and any("column v is now string" in n for n in result["notes"]), result
     resolved = sorted(tuple(r) for r in ro.writer.spark.sql(
