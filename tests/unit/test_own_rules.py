@@ -250,3 +250,8 @@ def test_one_source_has_one_truncating_stack_and_no_other():
     assert mode_conflict("new", ["sales"], "readonly", others) is None  # readonly beside readonly
     assert mode_conflict("new", ["ops"], "truncate", others) is None
     assert mode_conflict("new", ["ops"], "truncate", {"all": {"SourceNamespaces": "*"}}) is not None
+
+
+def test_the_columns_of_a_recreated_source_are_not_held_against_the_mirror():
+    recreated = table(snap(1, None), uuid="new-uuid", fields={1: "_olake_id", 2: "v"})
+    assert foreign_change(ours(snap(5, None, wap=M1)), recreated) is None  # `customer` is no user's addition

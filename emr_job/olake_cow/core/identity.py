@@ -26,6 +26,7 @@ from .checkpoint import (
     FORMAT_PROPERTY,
     SOURCE_PROPERTY,
     Marker,
+    find_checkpoint,
     marker_of,
     parse_marker,
     rejected,
@@ -144,6 +145,9 @@ def _column_change(source: TableState, mirror: TableState) -> Optional[str]:
     user's edit."""
     if not source.exists or not mirror.fields:
         return None
+    held = find_checkpoint(mirror)
+    if held is not None and held.source_uuid != source.uuid:
+        return None  # a recreated source: its columns are not the ones the mirror followed (rebuilt anyway)
     source_now = set(source.fields.values())
     mirror_now = set(mirror.fields.values())
     for field_id, name in sorted(mirror.past_fields):
