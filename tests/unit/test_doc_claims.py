@@ -102,3 +102,36 @@ def test_every_metric_the_docs_name_is_published_by_the_trigger():
             code += f.read()
     assert len(named) >= 15
     assert {n for n in named if f'"{n}"' not in code} == set()
+
+
+CODE = [p for folder in ("emr_job", "lambda", "infra", "testkit", "tools", "bench")
+        for p in glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)]
+# Dotted spans that are not code: Spark configuration keys, and files named by their extension.
+NOT_CODE = re.compile(r"^spark\.|\.(zip|jar|jsa|py|yaml|json|md)$")
+
+
+def named_code(doc):
+    """The dotted code names a doc gives (`events.check_request`, `GlueTables.missing`): spans whose
+    first part is a module, package or class of the repository's code."""
+    texts = {p: open(p, encoding="utf-8").read() for p in CODE}
+    stems = {os.path.basename(p)[:-3] for p in CODE} | {os.path.basename(os.path.dirname(p)) for p in CODE}
+    classes = {c for t in texts.values() for c in re.findall(r"^\s*class\s+([A-Za-z_]\w*)", t, re.M)}
+    return [s for s in code_spans(doc) if re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", s)
+            and not NOT_CODE.search(s) and s.split(".")[0] in stems | classes]
+
+
+def undefined_names(spans):
+    text = "\n".join(open(p, encoding="utf-8").read() for p in CODE)
+    stems = {os.path.basename(p)[:-3] for p in CODE} | {os.path.basename(os.path.dirname(p)) for p in CODE}
+    defined = set(re.findall(r"^\s*(?:def|class)\s+([A-Za-z_]\w*)", text, re.M)) | set(
+        re.findall(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*[:=]", text, re.M)) | stems
+    return [s for s in spans if any(part not in defined for part in s.split(".")[1:])]
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_code_name_a_doc_gives_is_defined(doc):
+    assert undefined_names(named_code(doc)) == [], f"{doc} names code that does not exist"
+
+
+def test_the_code_name_check_catches_a_method_that_is_gone():
+    assert undefined_names(["Trigger._not_in_catalog", "events.check_request"]) == ["Trigger._not_in_catalog"]
