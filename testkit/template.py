@@ -25,3 +25,34 @@ def periodic_input(template: Dict[str, Any], namespaces: List[str]) -> Dict[str,
             .replace("${ScheduleMaintenance}", template["Parameters"]["ScheduleMaintenance"]["Default"])
             .replace("<aws.scheduler.scheduled-time>", "2026-11-24T00:00:00Z"))
     return json.loads(text)
+
+
+def _branches(value):
+    """Both branches of an Fn::If (what either setting of a condition grants); others as they are."""
+    if isinstance(value, dict) and "Fn::If" in value:
+        for branch in value["Fn::If"][1:]:
+            if branch != {"Ref": "AWS::NoValue"}:
+                yield from _branches(branch)
+    else:
+        yield value
+
+
+def statements(template):
+    """(resource name, statement) of every IAM policy in the template, both branches of an Fn::If."""
+    for name, res in template["Resources"].items():
+        props = res.get("Properties", {})
+        docs = []
+        if res["Type"] == "AWS::IAM::Role":
+            docs = [p["PolicyDocument"] for p in props.get("Policies", [])]
+        elif res["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
+            docs = [props["PolicyDocument"]]
+        for doc in docs:
+            stmts = doc["Statement"]
+            for item in stmts if isinstance(stmts, list) else [stmts]:
+                for st in _branches(item):
+                    actions = list(_branches(st.get("Action")))
+                    if len(actions) > 1:  # Action: !If [cond, [...], [...]]
+                        for acts in actions:
+                            yield name, {**st, "Action": acts}
+                    else:
+                        yield name, st

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from testkit.template import load_template
+from testkit.template import load_template, statements
 
 pytestmark = pytest.mark.deploy
 
@@ -35,36 +35,6 @@ def _strings(value):
     elif isinstance(value, dict):
         for v in value.values():
             yield from _strings(v)
-
-
-def _branches(value):
-    """Both branches of an Fn::If (what either setting of a condition grants); others as they are."""
-    if isinstance(value, dict) and "Fn::If" in value:
-        for branch in value["Fn::If"][1:]:
-            if branch != {"Ref": "AWS::NoValue"}:
-                yield from _branches(branch)
-    else:
-        yield value
-
-
-def statements(template):
-    for name, res in template["Resources"].items():
-        props = res.get("Properties", {})
-        docs = []
-        if res["Type"] == "AWS::IAM::Role":
-            docs = [p["PolicyDocument"] for p in props.get("Policies", [])]
-        elif res["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy"):
-            docs = [props["PolicyDocument"]]
-        for doc in docs:
-            stmts = doc["Statement"]
-            for item in stmts if isinstance(stmts, list) else [stmts]:
-                for st in _branches(item):
-                    actions = list(_branches(st.get("Action")))
-                    if len(actions) > 1:  # Action: !If [cond, [...], [...]]
-                        for acts in actions:
-                            yield name, {**st, "Action": acts}
-                    else:
-                        yield name, st
 
 
 def _broad(resource: str) -> bool:

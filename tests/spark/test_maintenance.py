@@ -6,7 +6,6 @@ import os
 import time
 
 import pytest
-from tests.spark.test_recovery import run_crashing
 
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.identity import foreign_change
@@ -19,6 +18,7 @@ from olake_cow.core.maintenance import (
 )
 from olake_cow.core.modes import resolve_mode
 from olake_cow.spark import boundary
+from testkit.faults import run_crashing
 from testkit.lakes import rows
 
 pytestmark = [pytest.mark.spark]

@@ -6,12 +6,9 @@ import pytest
 
 from olake_cow.core.audit import ChangeCounts
 from olake_cow.spark import boundary, catalog, merge, mirror_table, writes
+from testkit.faults import run_crashing
 
 pytestmark = [pytest.mark.spark]
-
-
-class Crash(RuntimeError):
-    pass
 
 
 def setup(lake):
@@ -20,25 +17,6 @@ def setup(lake):
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100},
                              {"_olake_id": "2", "_op_type": "d"}], pure_deletes=["3"])
-
-
-def crash(monkeypatch, cls, name, when="after"):
-    """Make `cls.name` (a method, or a module's function) raise, before doing its work or after it."""
-    real = getattr(cls, name)
-
-    def wrapper(self, *a, **kw):
-        if when == "after":
-            real(self, *a, **kw)
-        raise Crash(f"injected crash {when} {name}")
-
-    monkeypatch.setattr(cls, name, wrapper)
-
-
-def run_crashing(lake, monkeypatch, cls, name, when="after"):
-    """One job run with `cls.name` crashing: the run must report failure (exit 1)."""
-    with monkeypatch.context() as m:
-        crash(m, cls, name, when)
-        assert lake.run() == 1
 
 
 @pytest.mark.parametrize("where", [

@@ -2,9 +2,9 @@
 of event (recorded from botocore as it calls moto) is granted by the template's TriggerRole, and
 every action TriggerRole grants is either performed here or kept for a reason listed below."""
 import pytest
-from tests.deploy.test_template import load_template, statements
 
 from testkit import iam
+from testkit.template import load_template, statements
 
 pytestmark = pytest.mark.aws
 

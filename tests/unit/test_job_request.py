@@ -4,7 +4,6 @@ through it (deployment settings where a request says nothing)."""
 from dataclasses import replace
 
 import pytest
-from tests.unit.test_trigger_rules import ENV
 
 from olake_cow.cli import build_parser, job_options
 from olake_cow.core.config import parse_destination
@@ -14,6 +13,7 @@ from olake_cow.core.modes import MirrorFormat, SourceMode
 from olake_trigger import jobs
 from olake_trigger.decide import AllTables, Tables
 from olake_trigger.settings import from_env
+from testkit.trigger_env import ENV
 
 pytestmark = pytest.mark.unit
 

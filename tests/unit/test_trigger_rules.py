@@ -11,12 +11,10 @@ from olake_trigger.decide import Tables
 from olake_trigger.events import Commit, Ignored, classify
 from olake_trigger.metrics import summary_points
 from olake_trigger.settings import from_env
+from testkit.trigger_env import ENV
 
 pytestmark = pytest.mark.unit
 
-ENV = {"OLAKE_SECRET_ID": "s", "STATE_TABLE": "t", "EMR_APPLICATION_ID": "a",
-       "EMR_EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r", "JOB_ENTRY_POINT": "s3://bkt/main.py",
-       "JOB_PY_FILES": "s3://bkt/code.zip", "SUMMARY_S3_URI": "s3://bkt/summaries", "SOURCE_NAMESPACES": "sales"}
 
 
 def s3_event(key, bucket="lake"):
