@@ -256,6 +256,26 @@ def check_summary_place(target: Optional[str], cfg: DestinationConfig, job: JobO
                               "write the summary outside the warehouse and the mirrors' location")
 
 
+def check_local_namespace(cfg: DestinationConfig, job: JobOptions, tables: Optional[List[str]]) -> None:
+    """The file-system catalog's namespace and tables are folders: one that is not there, or holds
+    no table, is refused before Spark starts (the other catalogs answer once the run's catalog is up)."""
+    if cfg.catalog_type != CatalogType.HADOOP:
+        return
+    warehouse = comparable_location(cfg.warehouse)
+    ns = job.source_namespace
+    folder = next((f for f in (os.path.join(warehouse, ns), os.path.join(warehouse, *ns.split(".")))
+                   if os.path.isdir(f)), None)
+    if folder is None:
+        raise ConfigError(f"namespace {ns!r} does not exist in catalog {cfg.catalog_name!r} (no folder "
+                          f"{os.path.join(warehouse, ns)})")
+    held = [t for t in os.listdir(folder) if os.path.isdir(os.path.join(folder, t, "metadata"))]
+    missing = [t for t in tables or () if t not in held]
+    if missing:
+        raise ConfigError(f"table {ns}.{missing[0]} does not exist in catalog {cfg.catalog_name!r}")
+    if not held:
+        raise ConfigError(f"namespace {ns!r} holds no tables: nothing to mirror")
+
+
 def _comparable(location: str) -> str:
     """One spelling per place (core/identity.py), local paths with their links resolved."""
     spelled = comparable_location(location)
@@ -426,6 +446,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     check_rest_catalog(cfg)
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
+    check_local_namespace(cfg, job, tables)
     return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out)
 
 

@@ -104,6 +104,7 @@ CASES = {
                                  "leaves out org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"),
     "summary-out-path-too-long": (HADOOP, ["--summary-out", "/tmp/" + "b/" * 3000 + "x.json"],
                                   "the path is longer than the file system allows"),
+    "namespace-missing-on-hadoop": (HADOOP, [], "namespace 'sales' does not exist in catalog 'olake_iceberg'"),
     "destination-details-empty": ("none", ["--destination-details", ""], "--destination-details is empty"),
     "secret-id-empty": (None, ["--secret-id", " "], "--secret-id is empty"),
     "secret-without-region": (None, ["--secret-id", "olake/destination"], "no AWS region; pass --region"),

@@ -255,3 +255,23 @@ def test_one_source_has_one_truncating_stack_and_no_other():
 def test_the_columns_of_a_recreated_source_are_not_held_against_the_mirror():
     recreated = table(snap(1, None), uuid="new-uuid", fields={1: "_olake_id", 2: "v"})
     assert foreign_change(ours(snap(5, None, wap=M1)), recreated) is None  # `customer` is no user's addition
+
+
+def test_a_file_system_namespace_without_tables_or_a_named_table_is_refused_before_spark(tmp_path):
+    from olake_cow.cli import check_local_namespace
+    from olake_cow.core.config import parse_destination
+    from olake_cow.core.errors import ConfigError
+    from olake_cow.core.options import JobOptions
+
+    cfg = parse_destination({"catalog_type": "hadoop", "iceberg_s3_path": f"file://{tmp_path}"})
+    job = JobOptions("sales", "sales_cow", None)
+    with pytest.raises(ConfigError, match="namespace 'sales' does not exist"):
+        check_local_namespace(cfg, job, None)
+    (tmp_path / "sales").mkdir()
+    with pytest.raises(ConfigError, match="namespace 'sales' holds no tables: nothing to mirror"):
+        check_local_namespace(cfg, job, None)
+    (tmp_path / "sales" / "orders" / "metadata").mkdir(parents=True)
+    check_local_namespace(cfg, job, None)
+    check_local_namespace(cfg, job, ["orders"])
+    with pytest.raises(ConfigError, match=re.escape("table sales.refunds does not exist")):
+        check_local_namespace(cfg, job, ["orders", "refunds"])
