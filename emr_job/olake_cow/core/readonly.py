@@ -211,9 +211,9 @@ def intervals(source: TableState, since: Marker, target_id: int,
             # A rewrite that kept no starting sequence number: its outputs are as of its parent.
             if snap.parent_id is None:
                 raise ResyncNeededError(f"rewrite snapshot {snap.snapshot_id} has no parent")
-            cuts[seq] = (snap.parent_id, snap.snapshot_id)
+            cuts.setdefault(seq, (snap.parent_id, snap.snapshot_id))  # a truncate's cut there reads more
         else:
-            cuts[seq] = (started.snapshot_id, started.snapshot_id)
+            cuts.setdefault(seq, (started.snapshot_id, started.snapshot_id))
     out: List[Optional[Interval]] = []
     start_seq = since.sequence_number
     pending_ids = [s.snapshot_id for s in pending]
