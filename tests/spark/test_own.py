@@ -121,7 +121,8 @@ def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_l
     assert kept(lake, lake.mirror_q("t")) == before and lake.source("t").current_id == current
     code, result = lake.run_summary("--resume-from-source")  # the advice
     assert code == 0 and any("resumed from what OLake's table still holds" in n for n in result["notes"])
-    lake.assert_mirror_matches("t", engines=ONE_READER)  # nothing lost: the mirror's rows and every change OLake's table held
+    # nothing lost: the mirror's rows and every change OLake's table held
+    lake.assert_mirror_matches("t", engines=ONE_READER)
     lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 33}])
     assert lake.run() == 0
     lake.assert_mirror_matches("t", engines=ONE_READER)
