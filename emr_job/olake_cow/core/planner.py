@@ -33,18 +33,21 @@ def rebuild_reason(source: TableState, mirror: TableState, ask: TableAsk) -> Opt
     rebuilt; a truncate mirror, the only complete copy, is refused): another --delete-mode than it
     was built with, or a source column type it cannot take. Someone else's change to the mirror
     (identity.foreign_change) is found by the mode's planner itself."""
-    built = delete_mode_change(mirror, ask.delete_mode)
-    if built is not None:
-        return (f"the mirror was built with --delete-mode {built} and --delete-mode {ask.delete_mode} was asked: "
-                f"its rows are rebuilt with {ask.delete_mode}")
-    return incompatible_column(source, mirror)
+    return _delete_mode_reason(mirror, ask) or incompatible_column(source, mirror)
 
 
 def repair_reason(source: TableState, mirror: TableState, ask: TableAsk) -> Optional[str]:
     """Why a run rebuilds the mirror because someone changed it or asked another delete mode (the
     summary's `repaired`), or None."""
-    return foreign_change(mirror, source) or (delete_mode_change(mirror, ask.delete_mode) and
-                                              rebuild_reason(source, mirror, ask))
+    return foreign_change(mirror, source) or _delete_mode_reason(mirror, ask)
+
+
+def _delete_mode_reason(mirror: TableState, ask: TableAsk) -> Optional[str]:
+    built = delete_mode_change(mirror, ask.delete_mode)
+    if built is None:
+        return None
+    return (f"the mirror was built with --delete-mode {built} and --delete-mode {ask.delete_mode} was asked: "
+            f"its rows are rebuilt with {ask.delete_mode}")
 
 
 def plan_table(source: TableState, mirror: TableState, mode: SourceMode, ask: TableAsk,
