@@ -5,11 +5,12 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from . import __version__
+from .core.budget import DEFAULT_PYTHON_MAX_MB, MB, Budget
 from .core.config import (
     S3_BUCKET,
     CatalogType,
@@ -20,7 +21,8 @@ from .core.config import (
     redact,
     refused_by_catalog,
 )
-from .core.errors import BAD_INPUT_ERRORS, ConfigError, OlakeCowError, aws_error_code
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code
+from .core.failure import error_text
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.identifiers import (
     MIRROR_NAMESPACE_SUFFIX,
@@ -33,7 +35,7 @@ from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
 from .core.modes import DeleteMode, parse_format, parse_mode
 from .core.options import JobOptions
-from .core.summary import render
+from .core.summary import TableResult, new_run_id, render
 from .core.uris import split_s3
 from .preflight import check_credentials, check_reachable, check_rest_catalog, check_summary_bucket
 
@@ -115,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-mode", choices=[m.value for m in DeleteMode], default=DeleteMode.KEEP.value,
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
+    p.add_argument("--engine", choices=ENGINES, default="spark",
+                   help="spark (default): every table on Spark; python: Arrow and pyiceberg, no JVM: incremental "
+                        "readonly merges into cow mirrors on a jdbc catalog (README, Engines), anything else refused; "
+                        "auto: python where it serves, Spark for the rest")
+    p.add_argument("--python-max-mb", type=int, default=DEFAULT_PYTHON_MAX_MB, metavar="MB",
+                   help=f"the python engine's budget: the parquet MB a merge may read, from metadata (default "
+                        f"{DEFAULT_PYTHON_MAX_MB}); over it a table goes to Spark (auto) or is refused (python)")
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
     p.add_argument("--verify", action="store_true",
                    help="after the run, compare each mirror with its source resolved by Spark at the snapshot the "
@@ -313,6 +322,8 @@ class RunSettings:
     spark_conf: Dict[str, str]
     master: Optional[str]
     summary_out: Optional[str]
+    engine: str = "spark"
+    budget: Budget = field(default_factory=Budget)
 
 
 def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
@@ -431,10 +442,37 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
     return job, tables
 
 
+ENGINES = ("spark", "python", "auto")
+MAX_PYTHON_MB = 10_240  # the most memory a Lambda has
+
+
+def check_engine(args: argparse.Namespace, cfg: DestinationConfig) -> None:
+    """`--engine python` asked for what it does not serve: one line before anything is read."""
+    if not 0 <= args.python_max_mb <= MAX_PYTHON_MB:  # 0: every merge goes to Spark
+        raise ConfigError(f"--python-max-mb must be from 0 to {MAX_PYTHON_MB}, got {args.python_max_mb}")
+    if args.engine != "python":
+        return
+    from .python_engine.catalog import engine_refusal
+
+    asked = [flag for flag, on in (("--source-mode truncate", args.source_mode == "truncate"),
+                                    ("--mirror-format dv", args.mirror_format == "dv"),
+                                    ("--verify", args.verify),
+                                    ("maintenance", MaintenanceOptions(
+                                        args.expire_source_older_than, args.expire_mirror_older_than,
+                                        args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
+                                        args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
+                                        args.fold_ratio).requested or args.maintenance_only)) if on]
+    why = engine_refusal(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "
+                                  "auto)" if asked else None)
+    if why:
+        raise EngineError(why)
+
+
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
     """The run's settings from the command line and the destination config, every input checked
     before Spark starts (ConfigError naming what is wrong)."""
     job, tables = job_options(args, cfg)
+    check_engine(args, cfg)
     extra = _spark_conf(args.spark_conf, cfg.catalog_name)
     _check_master(args.spark_master)
     check_summary_out(args.summary_out, args.destination_details)
@@ -447,7 +485,8 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
     check_local_namespace(cfg, job, tables)
-    return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out)
+    return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out, args.engine,
+                       Budget(args.python_max_mb * MB))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -467,9 +506,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _run(s: RunSettings) -> Exit:
     from .core.summary import RunStatus
-    from .spark.catalog import IcebergCatalog
-    from .spark.runner import dropped_sources, error_text, new_run_id, run_tables
-    from .spark.session import build_session
 
     cfg, secrets = s.cfg, s.cfg.secret_values()
     job = replace(s.job, run_id=new_run_id())
@@ -482,19 +518,10 @@ def _run(s: RunSettings) -> Exit:
     }
     failures: List[BaseException] = []
     try:
-        session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
-        catalog = IcebergCatalog(session, cfg.catalog_name)  # the run's one, shared by its tables
-        if cfg.catalog_type == CatalogType.REST and catalog.served_by_nessie():
-            raise nessie_refusal(cfg.catalog_name, "its server's config says nessie.is-nessie-catalog")
-        tables = s.tables
-        if tables is None:
-            tables = catalog.list_tables(job.source_namespace)
-        log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(tables), job.source_namespace,
-                 job.cow_namespace, " (dry run)" if job.dry_run else "")
-        results = run_tables(session, cfg, job, tables, catalog)
+        results, handed = _python_first(s, job) if s.engine != "spark" else ([], None)
+        if handed is None or handed:  # None: every asked table goes to Spark
+            results += _on_spark(s, job, handed, summary)
         summary["tables"] = [r.to_dict() for r in results]
-        if s.tables is None:
-            summary["dropped_sources"] = dropped_sources(catalog, job, tables)
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value
     except Exception as exc:  # noqa: BLE001 - the summary must still be written
@@ -515,6 +542,57 @@ def _run(s: RunSettings) -> Exit:
                   file=sys.stderr)
             code = max(code, Exit.TABLE_FAILED)
     return code
+
+
+def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], Optional[Dict[str, str]]]:
+    """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
+    of them). With --engine python a table it hands over fails with the reason (exit 2)."""
+    from .python_engine.catalog import engine_refusal, open_catalog
+    from .python_engine.table_run import run_python_tables
+
+    why = engine_refusal(s.cfg)
+    if why is not None:  # auto: the whole run on Spark (python was refused before anything was read)
+        return [], None
+    catalog = open_catalog(s.cfg)
+    tables = s.tables if s.tables is not None else sorted(t[-1] for t in catalog.list_tables(job.source_namespace))
+    log.info("run %s: %d table(s) in %s -> %s on the python engine%s", job.run_id, len(tables), job.source_namespace,
+             job.cow_namespace, " (dry run)" if job.dry_run else "")
+    results, handed = run_python_tables(catalog, s.cfg, job, tables, s.budget)
+    for table, reason in handed:
+        log.info("[%s] %s", table, reason if s.engine == "auto" else f"refused: {reason}")
+    if s.engine == "python":
+        for table, reason in handed:
+            res = TableResult(table=table, mirror=f"{job.cow_namespace}.{table}{MIRROR_SUFFIX}", engine="python")
+            res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; run it with "
+                                          "--engine spark (or auto)")
+            results.append(res)
+        return results, {}
+    return results, dict(handed)
+
+
+def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
+              summary: Dict[str, Any]) -> List[TableResult]:
+    """The results of the tables the python engine `handed` over ({table: why}; None: the asked
+    tables) on the Spark engine."""
+    from .spark.catalog import IcebergCatalog
+    from .spark.runner import dropped_sources, run_tables
+    from .spark.session import build_session
+
+    cfg = s.cfg
+    session = build_session(cfg, f"olake-cow {job.source_namespace}", s.master, s.spark_conf)
+    catalog = IcebergCatalog(session, cfg.catalog_name)  # the run's one, shared by its tables
+    if cfg.catalog_type == CatalogType.REST and catalog.served_by_nessie():
+        raise nessie_refusal(cfg.catalog_name, "its server's config says nessie.is-nessie-catalog")
+    tables = list(handed) if handed is not None else s.tables
+    names = tables if tables is not None else catalog.list_tables(job.source_namespace)
+    log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(names), job.source_namespace,
+             job.cow_namespace, " (dry run)" if job.dry_run else "")
+    results = run_tables(session, cfg, job, names, catalog)
+    for r in results:
+        r.engine_reason = (handed or {}).get(r.table, r.engine_reason)
+    if s.tables is None:
+        summary["dropped_sources"] = dropped_sources(catalog, job, names)
+    return results
 
 
 def _print_table(summary: Dict[str, Any]) -> None:

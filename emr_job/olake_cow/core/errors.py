@@ -50,6 +50,10 @@ class ForeignMirrorError(ConfigError):
     """The table at the mirror's name is not this project's mirror of this source (identity.py)."""
 
 
+class EngineError(ConfigError):
+    """Work the engine asked for (--engine python) does not serve: the message names the engine that does."""
+
+
 class ResyncNeededError(OlakeCowError):
     """The source's history cannot give the change set exactly; the mirror must be rebuilt."""
 

@@ -33,6 +33,8 @@ class TableResult:
     status: TableStatus = TableStatus.PENDING
     source_mode: Optional[str] = None  # readonly | truncate
     mirror_format: Optional[str] = None  # cow | dv
+    engine: str = "spark"  # the engine that ran the table: spark | python
+    engine_reason: str = ""  # why (with --engine auto: what the python engine handed over)
     merges: int = 0  # change sets merged and published by this run
     rows_upserted: int = 0  # rows the merges wrote: new keys and new versions of keys
     rows_deleted: int = 0  # keys the change sets deleted
@@ -84,3 +86,10 @@ class TableResult:
 
 def render(summary: Dict[str, Any]) -> str:
     return json.dumps(summary, indent=2, sort_keys=True, default=str)
+
+
+def new_run_id() -> str:
+    import time
+    import uuid
+
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]

@@ -3,10 +3,10 @@ previous boundary removed every older file), so its rows are the upserts and its
 files' keys without a visible row are the deletes (core/truncate.py has the rules)."""
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..core.files import EQUALITY_DELETES
 from ..core.identifiers import quote
 from .change_set import Bounds, ChangeSet, DataFrame, SnapshotReader, span
 from .changes import ACTION, KEY, latest_per_key, upsert_action
-from .file_listing import EQUALITY_DELETES
 from .scan_tasks import FileRef
 
 _COLUMNS = ("file_path AS path", "file_format AS format", "file_size_in_bytes AS size",

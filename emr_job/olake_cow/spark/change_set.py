@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..core.errors import UnsupportedDeleteError
+from ..core.files import equality_delete_problem
 from ..core.filesize import rebuild_partitions
 from ..core.modes import DeleteMode
 from ..core.pruning import key_partition_sql
@@ -186,10 +187,9 @@ class SnapshotReader:
                         self.source.sql_name)
 
     def _check_equality_delete(self, file: FileRef, ids: Optional[Sequence[int]]) -> FileRef:
-        if list(ids or []) != [self.key_field_id]:
-            raise UnsupportedDeleteError(
-                f"equality delete file {file.path} deletes by field ids {list(ids or [])}, not by _olake_id "
-                f"(field id {self.key_field_id}); only _olake_id deletes are supported")
+        problem = equality_delete_problem(file.path, ids or (), self.key_field_id)
+        if problem is not None:
+            raise UnsupportedDeleteError(problem)
         return file
 
     def _equality_keys(self, sets: TaskSets, files: Sequence[FileRef]) -> DataFrame:

@@ -1,16 +1,15 @@
-"""Spark side of a change set: resolve it per key, count its effect, merge it into the mirror."""
+"""Spark side of a change set: resolve it per key (core/resolution.py states the rule), count its
+effect, merge it into the mirror."""
 from functools import reduce
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..core.identifiers import quote, sql_string
 from ..core.modes import DeleteMode
+from ..core.resolution import ACTION, KEY, ORDER_COLUMNS
 
 DataFrame = Any  # pyspark.sql.DataFrame (pyspark is imported lazily)
-KEY = "_olake_id"
-ACTION = "__olake_cow_action"  # 'U' upsert the row, 'D' delete the key
 PART = "__olake_cow_part"  # which part of a change set a row came from: later parts win
 IS_DELETE = "__olake_cow_is_delete"  # a key with no visible row left in its part
-ORDER_COLUMNS = ("_cdc_timestamp", "_olake_timestamp")
 
 
 

@@ -1,52 +1,11 @@
 """Which files a table's snapshots hold, added or removed, read from its manifests through
 Iceberg's Java API (what the `files` and `entries` metadata tables give, without a Spark job; a
 few py4j calls per file, so for the small sets a run usually reads). Returns typed records."""
-from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
+from ..core.files import LiveFile, RemovedFile
 from ..core.pruning import FileBounds
 from .catalog import IcebergCatalog, JavaObject
-from .scan_tasks import FileRef
-
-DATA, POSITION_DELETES, EQUALITY_DELETES = 0, 1, 2  # Iceberg's FileContent ids
-
-
-@dataclass(frozen=True)
-class LiveFile:
-    """A data or delete file live in a snapshot (a manifest entry that is added or existing)."""
-
-    seq: int  # data sequence number
-    content: int  # DATA, POSITION_DELETES or EQUALITY_DELETES
-    path: str
-    format: str  # upper case: PARQUET, AVRO, ORC, PUFFIN
-    size: int
-    records: int
-    referenced: Optional[str] = None  # the one data file a delete file points at, when it says so
-    equality_ids: Sequence[int] = ()
-    lo: Optional[str] = None  # the file's `_olake_id` bounds (truncated, still inclusive)
-    hi: Optional[str] = None
-    # position-delete files: bounds of the data file paths they point at (UTF-8 bytes)
-    ref_lo: Optional[bytes] = None
-    ref_hi: Optional[bytes] = None
-
-    @property
-    def file(self) -> FileRef:
-        return FileRef(self.path, self.format, self.size, self.records)
-
-    def may_point_at(self, data_path: str) -> bool:
-        """Whether this position-delete file can hold positions of `data_path` (by its bounds;
-        True when they are unknown)."""
-        if self.referenced:
-            return self.referenced == data_path
-        if self.ref_lo is None or self.ref_hi is None:
-            return True
-        return self.ref_lo <= data_path.encode("utf-8") <= self.ref_hi
-
-
-@dataclass(frozen=True)
-class RemovedFile:
-    path: str
-    seq: int  # data sequence number
 
 
 class FileListing:

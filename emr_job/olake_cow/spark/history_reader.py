@@ -4,17 +4,21 @@ source."""
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..core.errors import ResyncNeededError
+from ..core.files import (
+    DATA,
+    DELETE_FILE_PATH_ID,
+    EQUALITY_DELETES,
+    POSITION_DELETES,
+    LiveFile,
+    held_files_with_new_deletes,
+)
 from ..core.identifiers import quote
 from ..core.readonly import Interval
 from ..core.snapshots import Snapshot
 from .change_set import Bounds, ChangeSet, DataFrame, SnapshotReader, single_task, span
 from .changes import ACTION, KEY, PART, compose
-from .file_listing import DATA, EQUALITY_DELETES, POSITION_DELETES, LiveFile
-from .scan_tasks import Plan, TaskSets
+from .scan_tasks import FileRef, Plan, TaskSets
 
-# Field id of `file_path` in position-delete files (MetadataColumns.DELETE_FILE_PATH): its bounds
-# say which data files a position-delete file can point at, without reading it.
-DELETE_FILE_PATH_ID = 2147483546
 # Up to this many files in the candidate manifests: read through Iceberg's API, each file about
 # 20 py4j calls (13-22 ms); more through the `entries` table, one Spark query (1.7-1.9 s cold,
 # 0.4 s warm). A commit into 58 date partitions lists 118 files: 2-4 s faster by the table, cold.
@@ -91,8 +95,8 @@ class HistoryReader(SnapshotReader):
         entries = self._entries(iv)
         bounds.extend((e.lo, e.hi) for e in entries if e.content in (DATA, EQUALITY_DELETES))
         fresh = [e.path for e in entries if e.content == DATA]
-        equality = [self._check_equality_delete(e.file, e.equality_ids) for e in entries
-                    if e.content == EQUALITY_DELETES]
+        equality = [self._check_equality_delete(FileRef(e.path, e.format, e.size, e.records), e.equality_ids)
+                    for e in entries if e.content == EQUALITY_DELETES]
         positional = [e for e in entries if e.content == POSITION_DELETES]
         cs.count_read(len(entries), sum(e.size for e in entries), sum(e.records for e in entries))
         end_plan = sets.plan(iv.end_id) if fresh or positional else None
@@ -161,19 +165,6 @@ class HistoryReader(SnapshotReader):
         cs.count_read(len(tasks), sum(int(t.file().fileSizeInBytes()) for t in tasks),
                       sum(int(t.file().recordCount()) for t in tasks))
         return sets.read(tasks).select(KEY)
-
-
-def held_files_with_new_deletes(positional: Sequence[LiveFile], fresh: Set[str], live: Sequence[str]) -> List[str]:
-    """Older data files (held by the mirror) that new position deletes or deletion vectors can
-    point at: the file a delete file references, else every file within the bounds of the data
-    file paths it holds (a superset is safe: unchanged files show no deleted key). No delete file
-    is read."""
-    held = {p for p in live if p not in fresh}
-    found = {e.referenced for e in positional if e.referenced} & held
-    unknown = [e for e in positional if not e.referenced]
-    if unknown:
-        found |= {p for p in held if any(e.may_point_at(p) for e in unknown)}
-    return sorted(found)
 
 
 def _bytes(value: Any) -> Optional[bytes]:

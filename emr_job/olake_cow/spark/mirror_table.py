@@ -5,21 +5,16 @@ from typing import Dict, Optional
 
 from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
-from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
+from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
+from ..core.mirror_props import MANIFEST_MERGE, WAP_ENABLED, kept_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog, write_mode_properties
 from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
-
-
-# Every merge commits a manifest; Iceberg merges manifests in the commit once this many small ones
-# accumulate (its default is 100), so planning a mirror never reads a long list of them.
-MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
-WAP_ENABLED = "write.wap.enabled"
 
 
 def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
@@ -105,20 +100,7 @@ class MirrorTable:
         log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
 
     def _keep_properties(self, mirror: TableState) -> None:
-        """Record the mode and who made it on mirrors built before they were recorded (identity.py);
-        apply an asked file size; keep manifests merged on mirrors built before that was set."""
-        wanted = {MODE_PROPERTY: self.mode.value, MADE_BY_PROPERTY: MADE_BY,
-                  SOURCE_PROPERTY: f"{self.source_ns}.{self.source}"}
-        wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
-        wanted[WAP_ENABLED] = "true"  # every merge is staged and audited before it is published
-        if self.target_file_mb:
-            wanted[TARGET_FILE_SIZE] = target_file_size(self.target_file_mb)
-        elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
-            wanted[TARGET_FILE_SIZE] = target_file_size(DEFAULT_TARGET_FILE_MB)
-        changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
-        for key in (WAP_ENABLED, TARGET_FILE_SIZE):
-            if key in changed and key in mirror.properties:
-                log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", self.source, key,
-                            mirror.properties[key], changed[key])
+        changed = kept_properties(mirror, self.mode, f"{self.source_ns}.{self.source}", self.target_file_mb,
+                                  self.source)
         if changed:
             self.catalog.set_properties(self.ns, self.name, changed)

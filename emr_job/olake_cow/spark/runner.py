@@ -1,13 +1,11 @@
 """Runs the tables of a namespace, `parallelism` at a time; one table's failure never stops the
 others. Each table is a TableJob (table_job.py)."""
 import logging
-import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List
 
-from ..core.config import DestinationConfig, redact, refused_by_catalog
-from ..core.errors import OlakeCowError, store_refusal
+from ..core.config import DestinationConfig
+from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import Owner, ownership
 from ..core.options import JobOptions
@@ -28,11 +26,11 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
             job = TableJob(root_session, catalog, cfg, opts, table)
         except Exception as exc:  # noqa: BLE001 - reported per table (a name the catalog cannot take)
             res = TableResult(table=table, mirror=f"{opts.cow_namespace}.{table}{MIRROR_SUFFIX}")
-            return _fail(res, exc, secrets, cfg)
+            return fail_table(res, exc, secrets, cfg)
         try:
             res = job.run()
         except Exception as exc:  # noqa: BLE001 - reported per table
-            res = _fail(job.result, exc, secrets, cfg)
+            res = fail_table(job.result, exc, secrets, cfg)
         return res
 
     workers = max(1, min(opts.parallelism, len(tables)))
@@ -40,38 +38,6 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
         return [one(t) for t in tables]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="olake-cow") as pool:
         return list(pool.map(one, tables))
-
-
-def _fail(res: TableResult, exc: BaseException, secrets: List[str], cfg: DestinationConfig) -> TableResult:
-    text = str(exc)
-    exc = store_refusal(text, res.mirror) or refused_by_catalog(text, cfg) or exc
-    res.fail(exc, redact(error_text(exc), secrets))
-    log.error("[%s] failed: %s", res.table, res.error)
-    return res
-
-
-def error_text(exc: BaseException) -> str:
-    """One readable line: our own errors as they are; Java errors by their first line."""
-    if isinstance(exc, OlakeCowError):
-        return str(exc)
-    java = getattr(exc, "java_exception", None)
-    if java is not None:
-        try:
-            return f"{java.getClass().getSimpleName()}: {_first_line(java.getMessage())}"
-        except Exception:  # noqa: BLE001
-            pass
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
-def _first_line(message: Any) -> str:
-    """A Java message's first line: Spark's job aborts carry the executor's stack trace after it."""
-    lines = str(message or "").strip().splitlines()
-    return lines[0] if lines else ""
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
 def dropped_sources(catalog: IcebergCatalog, opts: JobOptions, tables: List[str]) -> List[str]:

@@ -1,0 +1,49 @@
+"""The Python engine's budget, estimated from metadata alone before anything is read: the bytes of
+the files the pending change set added to the source plus the bytes of the mirror's files (each
+may be rewritten). Pure, so the trigger can estimate the same way."""
+from dataclasses import dataclass
+from typing import Optional
+
+from .checkpoint import find_checkpoint
+from .snapshots import Summary, TableState, ancestors
+
+MB = 1024 * 1024
+# Parquet bytes a merge may read and rewrite: Arrow holds them decoded (3 to 5 times their size)
+# and the rewrite holds kept and new rows at once; 256 MB stays well inside a 3 GB Lambda.
+DEFAULT_PYTHON_MAX_MB = 256
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_bytes: int = DEFAULT_PYTHON_MAX_MB * MB
+
+
+def pending_bytes(source: TableState, mirror: TableState) -> Optional[int]:
+    """Bytes of the files the source's snapshots after the mirror's readonly checkpoint added (None:
+    no readonly checkpoint, so the whole source would be read)."""
+    checkpoint = find_checkpoint(mirror)
+    if checkpoint is None or checkpoint.sequence_number is None or source.current_id is None:
+        return None
+    chain, _ = ancestors(source)
+    return sum(s.summary_int(Summary.ADDED_FILES_SIZE) for s in chain
+               if s.sequence_number is not None and s.sequence_number > checkpoint.sequence_number)
+
+
+def estimate(source: TableState, mirror: TableState) -> Optional[int]:
+    """Bytes a merge reads at most (None: unknown: a first build or rebuild)."""
+    pending = pending_bytes(source, mirror)
+    current = mirror.snapshot(mirror.current_id)
+    if pending is None or current is None:
+        return None
+    return pending + current.summary_int(Summary.TOTAL_FILES_SIZE)
+
+
+def over_budget(source: TableState, mirror: TableState, budget: Budget) -> Optional[str]:
+    """Why the merge is over the Python engine's budget (None: it fits)."""
+    work = estimate(source, mirror)
+    if work is None:
+        return "the work is unknown from metadata (a first build or rebuild): the Spark engine runs it"
+    if work > budget.max_bytes:
+        return (f"the merge may read {work / MB:.0f} MB (change set and mirror files), over the python engine's "
+                f"budget of {budget.max_bytes / MB:.0f} MB (--python-max-mb): the Spark engine runs it")
+    return None

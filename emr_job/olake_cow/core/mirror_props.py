@@ -1,0 +1,36 @@
+"""The table properties the job keeps on a mirror before every merge, whichever engine merges."""
+import logging
+from typing import Dict, Optional
+
+from .checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
+from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
+from .identity import MADE_BY, MADE_BY_PROPERTY
+from .modes import SourceMode
+from .snapshots import TableState
+
+log = logging.getLogger("olake_cow")
+
+# Every merge commits a manifest; Iceberg merges manifests in the commit once this many small ones
+# accumulate (its default is 100), so planning a mirror never reads a long list of them.
+MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
+WAP_ENABLED = "write.wap.enabled"
+
+
+def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, target_file_mb: Optional[int],
+                    table: str = "") -> Dict[str, str]:
+    """The properties to set so the mirror records its mode and who made it (mirrors built before
+    they were recorded, identity.py), takes an asked file size, keeps manifests merged and its
+    merges staged; a value someone else set to what the job cannot run with is reset (logged)."""
+    wanted = {MODE_PROPERTY: mode.value, MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: source_name}
+    wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
+    wanted[WAP_ENABLED] = "true"  # every Spark merge is staged and audited before it is published
+    if target_file_mb:
+        wanted[TARGET_FILE_SIZE] = target_file_size(target_file_mb)
+    elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
+        wanted[TARGET_FILE_SIZE] = target_file_size(DEFAULT_TARGET_FILE_MB)
+    changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
+    for key in (WAP_ENABLED, TARGET_FILE_SIZE):
+        if key in changed and key in mirror.properties:
+            log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", table, key,
+                        mirror.properties[key], changed[key])
+    return changed

@@ -1,0 +1,98 @@
+"""The copy-on-write merge on pyiceberg: the mirror files whose key bounds can hold a changed key
+(core/pruning.py) are read, their rows less the changed keys and the upserts are written as new
+files, and one `overwrite` snapshot replaces them. The commit carries the checkpoint marker in its
+summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
+sees it, and is one catalog commit: either engine can take over from it."""
+import json
+from typing import Any, List
+
+from ..core.audit import audit, live_rows, replaced_rows
+from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
+from ..core.files import DATA
+from ..core.identity import DELETE_MODE_PROPERTY
+from ..core.modes import DeleteMode, MirrorFormat
+from ..core.pruning import FileBounds, touched_files
+from ..core.resolution import KEY
+from ..core.snapshots import Summary, TableState, state_from_metadata
+from ..core.summary import TableResult
+from .manifests import Manifests
+from .resolve import ArrowChangeSet
+
+
+def aligned(rows: Any, schema: Any) -> Any:
+    """`rows` with exactly the columns of the Arrow `schema` (by name, any case; missing ones null)."""
+    import pyarrow as pa
+
+    have = {name.lower(): name for name in rows.column_names}
+    cols = []
+    for f in schema:
+        name = have.get(f.name.lower())
+        cols.append(rows.column(name).cast(f.type) if name is not None else pa.nulls(rows.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker, delete_mode: DeleteMode,
+              result: TableResult) -> None:
+    """Merge the change set into the cow mirror (pyiceberg table `mirror`, at `state`) and publish it
+    with `marker` as its checkpoint, in one commit."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files, schema_to_pyarrow
+
+    counts = cs.counts
+    keys = sorted(set(cs.keys))
+    files = Manifests(mirror, state.key_field_id)
+    data = [e for e in files.live(state.current_id) if e.live.content == DATA] if state.current_id else []
+    bounds = [FileBounds(e.live.path, e.live.lo, e.live.hi, e.live.size) for e in data]
+    touched_paths = {f.path for f in touched_files(bounds, keys)}
+    touched = [e for e in data if e.live.path in touched_paths]
+    target = schema_to_pyarrow(mirror.metadata.schema())
+    kept = files.rows(touched, [])
+    if kept.num_rows and keys:
+        kept = kept.filter(pc.invert(pc.is_in(kept.column(KEY), value_set=pa.array(keys, pa.string()))))
+    written = pa.concat_tables([aligned(kept, target), aligned(cs.upserts, target)])
+    if not touched and not written.num_rows:
+        # Deletes of keys the mirror does not hold change nothing: only the checkpoint moves.
+        with mirror.transaction() as tx:
+            tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id})
+        result.rows_deleted += counts.deletes
+        return
+    written = written.sort_by([(KEY, "ascending")])
+    parent = state.snapshot(state.current_id)
+    parent_rows = live_rows(parent) if parent is not None else 0
+    tx = mirror.transaction()
+    new_files: List[Any] = list(_dataframe_to_data_files(tx.table_metadata, written, mirror.io)) \
+        if written.num_rows else []
+    summary = {Summary.WAP_ID: marker.wap_id}
+    if touched:
+        with tx.update_snapshot(snapshot_properties=summary).overwrite() as ow:
+            for e in touched:
+                ow.delete_data_file(e.data_file)
+            for f in new_files:
+                ow.append_data_file(f)
+    else:
+        with tx.update_snapshot(snapshot_properties=summary).fast_append() as app:
+            for f in new_files:
+                app.append_data_file(f)
+    tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
+                       DELETE_MODE_PROPERTY: str(delete_mode)})
+    staged = _staged(tx)
+    audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)
+    tx.commit_transaction()
+    result.rows_upserted += counts.upserts
+    result.rows_deleted += counts.deletes
+    result.rows_replaced += replaced_rows(staged, counts, MirrorFormat.COW)
+    result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
+    result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
+    result.files_rewritten += len(touched)
+    result.files_read += len(touched)
+    result.bytes_read += sum(e.live.size for e in touched)
+
+
+def _staged(tx: Any) -> Any:
+    """The transaction's new snapshot, as the core's record (from the metadata it would commit)."""
+    meta = state_from_metadata(json.loads(tx.table_metadata.model_dump_json(by_alias=True)))
+    snap = meta.snapshot(meta.current_id)
+    assert snap is not None
+    return snap
+

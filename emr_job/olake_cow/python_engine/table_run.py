@@ -1,0 +1,188 @@
+"""One table on the Python engine: the core's checks and planner, this engine's reader and writer.
+Work it leaves to Spark raises HandOver before anything is written (reader.py)."""
+import json
+import logging
+import time
+from typing import Any, List, Tuple
+
+from ..core import steps
+from ..core.budget import Budget, over_budget
+from ..core.changesource import for_mode
+from ..core.checkpoint import CHECKPOINT_PROPERTY, find_checkpoint
+from ..core.config import DestinationConfig
+from ..core.errors import ForeignMirrorError, HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
+from ..core.failure import fail_table
+from ..core.identifiers import MIRROR_SUFFIX
+from ..core.identity import layout_change, ownership, source_problem
+from ..core.mirror_props import kept_properties
+from ..core.modes import MirrorFormat, SourceMode, resolve_format, resolve_mode
+from ..core.options import JobOptions
+from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
+from ..core.readonly import other_truncates
+from ..core.snapshots import MISSING, TableState, state_from_metadata
+from ..core.summary import TableResult, TableStatus
+from .merge import merge_cow
+from .reader import ArrowHistoryReader, HandOver
+
+log = logging.getLogger("olake_cow")
+ENGINE = "python"
+MAX_STEPS = 1000
+
+
+def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
+    """(pyiceberg table or None, its state as the core reads it)."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    try:
+        t = catalog.load_table((namespace, table))
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None, MISSING
+    with t.io.new_input(t.metadata_location).open() as f:
+        meta = json.loads(f.read())
+    return t, state_from_metadata(meta, t.metadata_location)
+
+
+def _columns(table: Any) -> List[Tuple[str, str, bool]]:
+    return [(f.name, str(f.field_type), bool(f.required)) for f in table.metadata.schema().fields]
+
+
+def _spec(table: Any) -> List[Tuple[str, str]]:
+    schema = table.metadata.schema()
+    return [(str(f.transform), schema.find_column_name(f.source_id) or "") for f in table.metadata.spec().fields]
+
+
+class PythonTableRun:
+    """Brings one mirror up to date on the Python engine, or hands it over (HandOver)."""
+
+    def __init__(self, catalog: Any, opts: JobOptions, table: str, budget: Budget) -> None:
+        self.catalog, self.opts, self.table, self.budget = catalog, opts, table, budget
+        self.mirror = f"{table}{MIRROR_SUFFIX}"
+        self.name = f"{opts.source_namespace}.{table}"
+        self.result = TableResult(table=table, mirror=f"{opts.cow_namespace}.{self.mirror}", engine=ENGINE)
+
+    def say(self, msg: str, *args: object) -> None:
+        log.info("[%s] " + msg, self.table, *args)
+
+    def states(self) -> Tuple[Any, TableState, Any, TableState]:
+        src, source = load(self.catalog, self.opts.source_namespace, self.table)
+        mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
+        return src, source, mir, mirror
+
+    def run(self) -> TableResult:
+        started = time.monotonic()
+        try:
+            self._run()
+        finally:
+            self.result.duration_s = round(time.monotonic() - started, 3)
+        return self.result
+
+    def _run(self) -> None:
+        src, source, mir, mirror = self.states()
+        if not source.exists:
+            raise TableNotFoundError(f"source table {self.name} does not exist")
+        problem = source_problem(source, f"table {self.name}")
+        if problem is not None and problem.skip:
+            self.result.status = TableStatus.SKIPPED
+            self.result.notes.append(problem.reason)
+            return
+        if problem is not None:
+            raise NotOlakeTableError(problem.reason)
+        owner = ownership(mirror, self.name, self.result.mirror)
+        if not owner.writable:
+            raise ForeignMirrorError(owner.reason)
+        mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
+        fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror, self.result.mirror)
+        self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
+        if mode != SourceMode.READONLY:
+            raise HandOver("truncate mode commits to OLake's table: the Spark engine runs it")
+        if fmt != MirrorFormat.COW or upgrade:
+            raise HandOver("no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark")
+        if other_truncates(source, mirror):
+            raise HandOver("another job truncates this source: the Spark engine notes what the mirror keeps")
+        reason = repair_reason(source, mirror, self.opts.ask) or rebuild_reason(source, mirror, self.opts.ask)
+        if reason:
+            raise HandOver(f"the mirror is rebuilt ({reason}): the Spark engine rebuilds mirrors")
+        self._loop(src, source, mir, mirror)
+
+    def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
+        """Hand over what the Spark engine must do first, or what is over budget (metadata only)."""
+        if not mirror.exists or mirror.current_id is None:
+            raise HandOver("a first build reads the whole source: the Spark engine builds mirrors")
+        why = layout_change(source, mirror)
+        if why:
+            raise HandOver(f"{why}: the Spark engine recreates the mirror")
+        if [c for c in _columns(src)] != [c for c in _columns(mir)] or _spec(src) != _spec(mir):
+            raise HandOver("the source's schema or partition spec changed: the Spark engine evolves the mirror")
+        over = over_budget(source, mirror, self.budget)
+        if over:
+            raise HandOver(over)
+
+    def _loop(self, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
+        target = source.current_id
+        self.result.target = target
+        for _ in range(MAX_STEPS):
+            step = plan_table(source, mirror, SourceMode.READONLY, self.opts.ask, target)
+            if self.opts.dry_run:
+                self.result.plan = describe_table(source, mirror, SourceMode.READONLY, self.opts.ask)
+                self.result.status = TableStatus.DRY_RUN
+                return
+            if isinstance(step, steps.Done):
+                self.result.status = TableStatus.MERGED if self.result.merges else TableStatus.UP_TO_DATE
+                cp = find_checkpoint(mirror)
+                self.result.checkpoint = cp.snapshot_id if cp else None
+                held = source.snapshot(cp.snapshot_id) if cp else None
+                self.result.last_change_ms = held.timestamp_ms if held else None
+                merged = f"done: {self.result.merges} change set(s) merged"
+                self.say("%s", merged if self.result.merges else step.reason)
+                return
+            if isinstance(step, steps.Blocked):
+                raise HistoryError(f"{self.table}: {step.reason}")
+            if isinstance(step, steps.Advance):
+                with mir.transaction() as tx:
+                    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id})
+            elif isinstance(step, steps.Merge) and not step.rebuild:
+                self._merge(step, src, source, mir, mirror)
+            elif isinstance(step, steps.Merge):
+                raise HandOver(f"{step.reason or 'a rebuild'} reads the whole source: the Spark engine builds mirrors")
+            else:
+                raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
+            src, source, mir, mirror = self.states()
+        raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    def _merge(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
+        self._fits(source, mirror, src, mir)
+        changed = kept_properties(mirror, SourceMode.READONLY, self.name, self.opts.target_file_mb, self.table)
+        if changed:
+            with mir.transaction() as tx:
+                tx.set_properties(changed)
+            _, mirror_state = load(self.catalog, self.opts.cow_namespace, self.mirror)
+            mir, mirror = self.catalog.load_table((self.opts.cow_namespace, self.mirror)), mirror_state
+        t0 = time.monotonic()
+        reader = ArrowHistoryReader(src, source, self.opts.delete_mode)
+        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
+        self.result.add_time("reading_changes", time.monotonic() - t0)
+        self.result.files_read += cs.files_read
+        self.result.bytes_read += cs.bytes_read
+        t0 = time.monotonic()
+        merge_cow(mir, mirror, cs, step.target, self.opts.delete_mode, self.result)
+        self.result.add_time("merging", time.monotonic() - t0)
+        self.result.merges += 1
+        self.say("merged source snapshot %s: %d row(s) upserted, %d key(s) deleted", step.target.snapshot_id,
+                 cs.counts.upserts, cs.counts.deletes)
+
+
+def run_python_tables(catalog: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
+                      budget: Budget) -> Tuple[List[TableResult], List[Tuple[str, str]]]:
+    """(results of the tables the Python engine ran, [(table, why)] of those it handed over)."""
+    results: List[TableResult] = []
+    handed: List[Tuple[str, str]] = []
+    secrets = cfg.secret_values()
+    for table in tables:
+        run = PythonTableRun(catalog, opts, table, budget)
+        try:
+            results.append(run.run())
+        except HandOver as why:
+            handed.append((table, str(why)))
+        except Exception as exc:  # noqa: BLE001 - reported per table
+            results.append(fail_table(run.result, exc, secrets, cfg))
+    return results, handed

@@ -1,0 +1,130 @@
+"""The Python engine (--engine python: Arrow and pyiceberg, no JVM) and the Spark engine behind the
+same core: each scenario runs on both and the mirror must equal the OLake writer's model, read by
+Spark, pyiceberg, DuckDB and iceberg-rust. First builds are Spark's (--engine auto hands them
+over); the engines alternate on one mirror; what the Python engine does not serve is refused in one
+line before anything is read (README, Engines)."""
+import json
+import os
+
+import pytest
+from tests.spark.conftest import Lake
+
+pytestmark = [pytest.mark.spark]
+ENGINES = ["spark", "python"]
+
+
+def _lake(spark, destinations, tmp_root, kind="jdbc"):
+    return Lake(spark, destinations[kind], tmp_root, kind, "readonly", "cow")
+
+
+def _built(lake, delete_mode="equality", partition_by=(), n=60):
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=partition_by,
+                             delete_mode=delete_mode)
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(n)])
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "spark" and "first build" in entry["engine_reason"], entry
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+
+
+def _changes(lake, base, delete_mode="equality"):
+    """Updates, inserts, tombstones, deletes by key (equality mode: Flink's shape) and a user's DELETE."""
+    pure = [str(base + 3)] if delete_mode == "equality" else []
+    tomb = [] if pure else [{"_olake_id": str(base + 3), "_op_type": "d"}]
+    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 1000 + base},
+                             {"_olake_id": str(base + 200), "_op_type": "c", "v": 7, "s": "new"},
+                             {"_olake_id": str(base + 2), "_op_type": "d"}, *tomb], pure_deletes=pure)
+    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 2000 + base},
+                             {"_olake_id": str(base + 4), "_op_type": "u", "v": -1, "s": None}])
+    lake.writer.delete_where("t", f"v = {base + 5}", lambda r: r.get("v") == base + 5)
+
+
+def _merged_by(lake, engine, *args, mode="keep"):
+    code, entry = lake.run_summary("--engine", engine, "--delete-mode", mode, *args)
+    assert code == 0, entry
+    assert entry["engine"] == engine and entry["status"] == "merged", entry
+    lake.assert_mirror_matches("t", mode)
+    return entry
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
+def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations, tmp_root, engine, delete_mode):
+    lake = _lake(spark, destinations, tmp_root)
+    _built(lake, delete_mode)
+    _changes(lake, 10, delete_mode)
+    _merged_by(lake, engine)
+    # another tool rewrites the source's files, then OLake commits again
+    lake.writer.rewrite_files("t")
+    _changes(lake, 30, delete_mode)
+    entry = _merged_by(lake, engine)
+    assert entry["files_rewritten"] >= 1  # copy-on-write: the files holding changed keys
+    code, entry = lake.run_summary("--engine", engine)
+    assert code == 0 and entry["status"] == "up_to_date", entry
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hard_delete_mode_and_a_bucketed_source(spark, destinations, tmp_root, engine):
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=["bucket(4, _olake_id)"])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(80)])
+    assert lake.run("--engine", "auto", "--delete-mode", "hard") == 0
+    for base in (10, 40):
+        _changes(lake, base)
+        _merged_by(lake, engine, mode="hard")
+
+
+def test_the_engines_take_over_each_others_mirror(spark, destinations, tmp_root):
+    lake = _lake(spark, destinations, tmp_root)
+    _built(lake, "position")
+    for i, engine in enumerate(["python", "spark", "python", "python", "spark", "python"]):
+        _changes(lake, 10 * (i + 1), "position")
+        _merged_by(lake, engine)
+
+
+def test_a_merge_over_the_budget_goes_to_spark_with_auto_and_is_refused_with_python(spark, destinations,
+                                                                                       tmp_root):
+    lake = _lake(spark, destinations, tmp_root)
+    _built(lake)
+    _changes(lake, 10)
+    before = lake.mirror("t").current_id
+    code, entry = lake.run_summary("--engine", "python", "--python-max-mb", "0")
+    assert code == 2 and entry["status"] == "failed" and "budget" in entry["error"], entry
+    assert lake.mirror("t").current_id == before
+    code, entry = lake.run_summary("--engine", "auto", "--python-max-mb", "0")
+    assert code == 0 and entry["engine"] == "spark" and "budget" in entry["engine_reason"], entry
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+    _changes(lake, 20)
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "python", entry
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+
+
+def test_a_first_build_with_the_python_engine_is_refused_and_creates_nothing(spark, destinations, tmp_root, capsys):
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("t", [("v", "int")])
+    lake.writer.backfill("t", [{"_olake_id": "1", "v": 1}])
+    code, entry = lake.run_summary("--engine", "python")
+    assert code == 2 and "first build" in entry["error"] and "--engine spark" in entry["error"], entry
+    assert not lake.tables.namespace_exists(lake.cow_ns) or "t_cow" not in lake.tables.list_tables(lake.cow_ns)
+
+
+@pytest.mark.parametrize("args, kind, said", [
+    ((), "hadoop", "serves jdbc catalogs"),
+    (("--mirror-format", "dv"), "jdbc", "--mirror-format dv"),
+    (("--source-mode", "truncate"), "jdbc", "--source-mode truncate"),
+    (("--verify",), "jdbc", "--verify"),
+    (("--compact-files",), "jdbc", "maintenance"),
+], ids=["hadoop", "dv", "truncate", "verify", "maintenance"])
+def test_what_the_python_engine_does_not_serve_is_one_line_before_anything_is_read(
+        spark, destinations, tmp_root, capsys, args, kind, said):
+    lake = _lake(spark, destinations, tmp_root, kind)
+    lake.writer.create_table("t", [("v", "int")])
+    lake.writer.backfill("t", [{"_olake_id": "1", "v": 1}])
+    before = lake.source_metadata()
+    summary = os.path.join(str(tmp_root), f"{lake.ns}-refused.json")
+    code = lake.run_raw("--engine", "python", "--summary-out", summary, *args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and said in err[0] and "--engine spark" in err[0], err
+    assert lake.source_metadata() == before and not os.path.exists(summary)
+    assert not lake.tables.namespace_exists(lake.cow_ns)
+    json.dumps(err)
