@@ -21,11 +21,9 @@ import tempfile
 import time
 from typing import Any, Dict, List
 
+from bench.cold import COLUMNS, md5_key, source_frame
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "emr_job"), ROOT]
-
-from bench.cold import COLUMNS, md5_key, source_frame  # noqa: E402
-
 CATALOG = "engines"
 
 
