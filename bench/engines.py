@@ -3,7 +3,8 @@ catalog, the merge), as a Lambda or EMR run pays it. A 1M-row source in a jdbc c
 started here), its mirror built once by Spark (not timed), then CDC commits of --changes keys (60%
 updates, 10% tombstones, 10% pure deletes, 20% inserts), each merged by a new process of one
 engine, the engines alternating on the same mirror. Keys: OLake's plain decimal strings and MD5
-hex; spread over the whole table; unpartitioned and bucket(16, _olake_id). Every mirror is checked
+hex; spread over the whole table or clustered among the newest 50,000 keys; unpartitioned and
+bucket(16, _olake_id). Every mirror is checked
 against the source resolved by Spark after the last run. OLake's published script on the same
 sizes is in docs/bench-cold.json (make bench): its cycle figures are printed beside.
 
@@ -46,8 +47,12 @@ def run_job(dest: str, ns: str, engine: str, out: str) -> Dict[str, Any]:
         "deleted": entry["rows_deleted"], "files_rewritten": entry["files_rewritten"]}
 
 
-def batch(writer: Any, table: str, key: str, size: int, changes: int, rng: random.Random, partitioned: bool) -> int:
-    ids = rng.sample(range(size), changes)
+RECENT = 50_000  # a clustered sync changes keys among the newest this many
+
+
+def batch(writer: Any, table: str, key: str, size: int, changes: int, rng: random.Random, partitioned: bool,
+          clustered: bool = False) -> int:
+    ids = rng.sample(range(max(0, size - RECENT) if clustered else 0, size), changes)
     rows, pure = [], []
     for n, i in enumerate(ids):
         k = str(i) if key == "decimal" else md5_key(i)
@@ -96,8 +101,9 @@ def main(argv: List[str]) -> int:
         root, cfg = local_session(dest_obj, {"spark.jars": ",".join([local_iceberg_jar(), JDBC_JAR]),
                                              "spark.driver.extraClassPath": JDBC_JAR})
         results: Dict[str, Any] = {"rows": a.rows, "changes": a.changes, "workloads": []}
-        for key, partition_by in (("decimal", ()), ("md5", ()), ("decimal", ("bucket(16, _olake_id)",))):
-            ns = f"{key}_{'bucket' if partition_by else 'plain'}"
+        for key, partition_by, clustered in (("decimal", (), True), ("decimal", (), False), ("md5", (), False),
+                                             ("decimal", ("bucket(16, _olake_id)",), False)):
+            ns = f"{key}_{'bucket' if partition_by else 'plain'}_{'clustered' if clustered else 'spread'}"
             writer = OlakeWriter(writer_session(root, cfg), CATALOG, ns)
             writer.create_table("t", COLUMNS, partition_by=partition_by)
             df = source_frame(writer.spark, a.rows, key)
@@ -108,13 +114,14 @@ def main(argv: List[str]) -> int:
             runs: Dict[str, List[Dict[str, Any]]] = {"spark": [], "python": []}
             for i in range(2 * a.syncs):
                 engine = ("python", "spark")[i % 2]
-                size = batch(writer, "t", key, size, a.changes, rng, bool(partition_by))
+                size = batch(writer, "t", key, size, a.changes, rng, bool(partition_by), clustered)
                 runs[engine].append(run_job(dest, ns, engine, os.path.join(tmp, f"{ns}-{i}.json")))
                 print(ns, engine, runs[engine][-1], flush=True)
             mirror = writer.spark.table(qualified(CATALOG, ns + "_cow", "t_cow")).count()
             resolved = writer.spark.table(qualified(CATALOG, ns, "t")).count()
             assert mirror == resolved, (ns, mirror, resolved)
-            results["workloads"].append({"name": ns, "key": key, "partition_by": list(partition_by), "runs": runs,
+            results["workloads"].append({"name": ns, "key": key, "partition_by": list(partition_by),
+                                         "clustered": clustered, "runs": runs,
                                          "median_wall_s": {e: statistics.median(r["wall_s"] for r in v)
                                                            for e, v in runs.items()}})
         with open(a.out, "w", encoding="utf-8") as f:

@@ -8,6 +8,9 @@ import os
 
 import pytest
 from tests.spark.conftest import Lake
+from tests.spark.test_glue import glue_destination, glue_io, moto_s3_glue, moto_s3_glue_server  # noqa: F401
+
+from olake_cow.spark.session import local_aws_jars
 
 pytestmark = [pytest.mark.spark]
 ENGINES = ["spark", "python"]
@@ -62,6 +65,17 @@ def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations
     assert code == 0 and entry["status"] == "up_to_date", entry
 
 
+@pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed (make setup)")
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("delete_mode", ["equality", "dv"])
+def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):  # noqa: F811 - the fixture of test_glue.py
+    lake = make_lake(glue_destination(moto_s3_glue), "glue", "readonly", "cow", glue_io(moto_s3_glue))
+    _built(lake, delete_mode)
+    for base in (10, 30):
+        _changes(lake, base, delete_mode)
+        _merged_by(lake, engine)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_hard_delete_mode_and_a_bucketed_source(spark, destinations, tmp_root, engine):
     lake = _lake(spark, destinations, tmp_root)
@@ -109,7 +123,7 @@ def test_a_first_build_with_the_python_engine_is_refused_and_creates_nothing(spa
 
 
 @pytest.mark.parametrize("args, kind, said", [
-    ((), "hadoop", "serves jdbc catalogs"),
+    ((), "hadoop", "serves glue and jdbc catalogs"),
     (("--mirror-format", "dv"), "jdbc", "--mirror-format dv"),
     (("--source-mode", "truncate"), "jdbc", "--source-mode truncate"),
     (("--verify",), "jdbc", "--verify"),

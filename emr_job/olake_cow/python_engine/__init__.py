@@ -2,7 +2,7 @@
 and pyiceberg, with no JVM (`--engine python`).
 
 What it serves, and why the rest stays on Spark:
-  catalog   jdbc (pyiceberg's SQL catalog reads and commits the tables Iceberg's JDBC catalog
+  catalog   glue, and jdbc (pyiceberg's SQL catalog reads and commits the tables Iceberg's JDBC catalog
             makes; PostgreSQL and SQLite URLs). Others are refused before anything is read.
   mode      readonly. Truncate mode commits to OLake's table (the Spark engine does).
   format    cow. No maintained Python library writes Iceberg v3 deletion vectors yet

@@ -9,11 +9,16 @@ from ..core.errors import ConfigError
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
 
 
+SERVED = (CatalogType.GLUE, CatalogType.JDBC)
+
+
 def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
     """Why the Python engine cannot run against this destination (None: it can)."""
-    if cfg.catalog_type != CatalogType.JDBC:
-        return (f"the python engine serves jdbc catalogs; catalog {cfg.catalog_name!r} is {cfg.catalog_type}: "
-                "run it with --engine spark (or auto)")
+    if cfg.catalog_type not in SERVED:
+        return (f"the python engine serves glue and jdbc catalogs; catalog {cfg.catalog_name!r} is "
+                f"{cfg.catalog_type}: run it with --engine spark (or auto)")
+    if cfg.catalog_type == CatalogType.GLUE:
+        return None
     kind = _jdbc_kind(str(cfg.get("jdbc_url") or ""))
     if kind not in ("postgresql", "sqlite"):
         return (f"the python engine reads jdbc catalogs on PostgreSQL or SQLite; {cfg.catalog_name!r} is on "
@@ -50,8 +55,30 @@ def open_catalog(cfg: DestinationConfig) -> Any:
     why = engine_refusal(cfg)
     if why is not None:
         raise ConfigError(why)
-    from pyiceberg.catalog.sql import SqlCatalog
-
     pub, sec = catalog_properties(cfg)
     props: Dict[str, str] = {k: v for k, v in {**pub, **sec}.items() if k in _FILE_IO_KEYS}
+    if "client.region" in props:
+        props["s3.region"] = props["client.region"]
+    if cfg.catalog_type == CatalogType.GLUE:
+        from pyiceberg.catalog.glue import GlueCatalog
+
+        glue: Any = GlueCatalog  # its keyword arguments are typed as a client; they are properties here
+        return glue(cfg.catalog_name, **props, **_glue(cfg))
+    from pyiceberg.catalog.sql import SqlCatalog
+
     return SqlCatalog(cfg.catalog_name, uri=sqlalchemy_url(cfg), warehouse=cfg.warehouse, **props)
+
+
+def _glue(cfg: DestinationConfig) -> Dict[str, str]:
+    """pyiceberg's Glue client settings (no static keys: boto3's default chain, as on Lambda)."""
+    w = cfg.writer
+    out = {"warehouse": cfg.warehouse}
+    for key, prop in (("glue_endpoint", "glue.endpoint"), ("glue_catalog_id", "glue.id"),
+                      ("aws_access_key", "glue.access-key-id"), ("aws_secret_key", "glue.secret-access-key"),
+                      ("aws_session_token", "glue.session-token")):
+        if w.get(key):
+            out[prop] = str(w[key])
+    region = w.get("glue_region") or w.get("aws_region")
+    if region:
+        out["glue.region"] = str(region)
+    return out

@@ -135,14 +135,19 @@ class Manifests:
         pos = [d for d in at if d.live.content == POSITION_DELETES] if positional else []
         eq = [d for d in at if d.live.content == EQUALITY_DELETES] if equality else []
         specs = self.table.metadata.specs()
-        parts = []
+        # Files that take the same equality deletes are read in one scan (pyiceberg reads its
+        # tasks in parallel and returns them in order).
+        groups: Dict[Tuple[str, ...], List[Any]] = {}
         for f in data:
             mine = {d.data_file for d in pos if d.live.seq >= f.live.seq and d.live.may_point_at(f.live.path)}
-            table = ArrowScan(self.table.metadata, self.table.io, schema, AlwaysTrue()).to_table(
-                [FileScanTask(f.data_file, mine)])
-            newer = [d for d in eq if d.live.seq > f.live.seq and
-                     (specs[d.spec_id].is_unpartitioned() or (d.spec_id, d.partition) == (f.spec_id, f.partition))]
-            keys = self.equality_keys(newer)
+            newer = tuple(sorted(d.live.path for d in eq if d.live.seq > f.live.seq and (
+                specs[d.spec_id].is_unpartitioned() or (d.spec_id, d.partition) == (f.spec_id, f.partition))))
+            groups.setdefault(newer, []).append(FileScanTask(f.data_file, mine))
+        by_path = {d.live.path: d for d in eq}
+        parts = []
+        for newer, tasks in groups.items():
+            table = ArrowScan(self.table.metadata, self.table.io, schema, AlwaysTrue()).to_table(tasks)
+            keys = self.equality_keys(by_path[p] for p in newer)
             if keys and table.num_rows:
                 table = table.filter(pc.invert(pc.is_in(table.column(KEY), value_set=pa.array(sorted(keys)))))
             parts.append(table)

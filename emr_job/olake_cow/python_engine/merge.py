@@ -11,7 +11,7 @@ from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Mar
 from ..core.files import DATA
 from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
-from ..core.pruning import FileBounds, touched_files
+from ..core.pruning import FileBounds, merge_shape, touched_files
 from ..core.resolution import KEY
 from ..core.snapshots import Summary, TableState, state_from_metadata
 from ..core.summary import TableResult
@@ -45,19 +45,25 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker
     data = [e for e in files.live(state.current_id) if e.live.content == DATA] if state.current_id else []
     bounds = [FileBounds(e.live.path, e.live.lo, e.live.hi, e.live.size) for e in data]
     touched_paths = {f.path for f in touched_files(bounds, keys)}
-    touched = [e for e in data if e.live.path in touched_paths]
+    touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
+    spread = merge_shape(bounds, keys).spread
     target = schema_to_pyarrow(mirror.metadata.schema())
     kept = files.rows(touched, [])
     if kept.num_rows and keys:
         kept = kept.filter(pc.invert(pc.is_in(kept.column(KEY), value_set=pa.array(keys, pa.string()))))
-    written = pa.concat_tables([aligned(kept, target), aligned(cs.upserts, target)])
+    upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])
+    written = pa.concat_tables([aligned(kept, target), upserts])
     if not touched and not written.num_rows:
         # Deletes of keys the mirror does not hold change nothing: only the checkpoint moves.
         with mirror.transaction() as tx:
             tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id})
         result.rows_deleted += counts.deletes
         return
-    written = written.sort_by([(KEY, "ascending")])
+    if not spread:
+        # Few files rewritten: sorted whole, so each file keeps a narrow key range. A spread change
+        # rewrites most of the mirror: its files' rows stay in their order (each was sorted) and
+        # the upserts follow sorted (as the Spark engine's spread merge, without a global sort).
+        written = written.sort_by([(KEY, "ascending")])
     parent = state.snapshot(state.current_id)
     parent_rows = live_rows(parent) if parent is not None else 0
     tx = mirror.transaction()
