@@ -95,7 +95,7 @@ try-local: $(STAMP) $(JARS) $(DEPLOY_STAMP) ## deploy -> run-now -> destroy on a
 	$(BIN)/python tools/try_local.py $(TRY_ARGS)
 
 demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local warehouse; installs Java as root if missing
-	bash tools/system-deps.sh java
+	bash tools/system-deps.sh  # Java; PostgreSQL and its JDBC driver for the python engine's part
 	$(BIN)/python demo/demo.py
 
 test: $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root

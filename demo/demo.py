@@ -4,12 +4,18 @@ Backfill, then CDC batches (updates, a tombstone delete, inserts, a pure equalit
 key written twice in one commit); run the job in its default (readonly) mode; show that pyiceberg
 (which, like Databricks and Snowflake, cannot apply equality deletes) refuses the source but reads
 the mirror, that the mirror equals the resolved source, and that the source was left exactly as it
-was. Then one more CDC batch and an incremental run, and `--verify`.
+was. Then one more CDC batch and an incremental run, and `--verify`. Last, the Python engine (no
+JVM: Arrow and pyiceberg) on a jdbc catalog on a local PostgreSQL server, beside the file-system
+one (the python engine does not commit to file-system catalogs): Spark builds the mirror
+(`--engine auto` hands the first build over), the Python engine merges the next sync, and four
+readers check it.
 """
+import json
 import os
 import random
 import shutil
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -17,6 +23,8 @@ ROOT = os.path.dirname(HERE)
 from olake_cow.cli import main as job  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
 from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
+from olake_cow.spark.session import local_iceberg_jar  # noqa: E402
+from testkit import pg  # noqa: E402
 from testkit.local import (  # noqa: E402
     hadoop_destination,
     local_session,
@@ -31,16 +39,17 @@ from testkit.readers import duckdb_rows, rust_rows  # noqa: E402
 
 WORK = os.path.join(ROOT, ".demo")
 CATALOG, NS, TABLE = "olake_iceberg", "postgres_shop_public", "orders"
+SQL_CATALOG = "olake_jdbc"
 
 
 def say(msg: str) -> None:
     print(f"\n== {msg}", flush=True)
 
 
-def check(root, writer, tables) -> bool:
+def check(root, writer, tables, catalog: str = CATALOG) -> bool:
     """The mirror read by Spark and by three engines that are not Spark, each against the resolved
     source computed from what the writer committed."""
-    mirror = qualified(CATALOG, NS + "_cow", TABLE + "_cow")
+    mirror = qualified(catalog, NS + "_cow", TABLE + "_cow")
     cols = [f.name for f in root.table(mirror).schema.fields]
     expected = normalized(writer.model(TABLE).expected("keep"), cols)
     mir = tables.state(NS + "_cow", TABLE + "_cow")
@@ -76,7 +85,8 @@ def main() -> int:
     dest = hadoop_destination("file://" + os.path.join(WORK, "warehouse"), CATALOG)
     dest_path = write_destination(os.path.join(WORK, "destination.json"), dest)
     say("starting local Spark with the Iceberg runtime")
-    root, cfg = local_session(dest)
+    root, cfg = local_session(dest, {"spark.jars": f"{local_iceberg_jar()},{pg.JDBC_JAR}",
+                                     "spark.driver.extraClassPath": pg.JDBC_JAR})
     writer = OlakeWriter(writer_session(root, cfg), CATALOG, NS)
     tables = IcebergCatalog(root, CATALOG)
     rng = random.Random(7)
@@ -140,10 +150,59 @@ def main() -> int:
     say("--verify: compare the mirror with the source resolved by Spark at the snapshot it holds (a full scan)")
     rc4 = job(args + ["--verify", "--summary-out", os.path.join(WORK, "summary-3.json")])
     print(f"   verify exit code {rc4} ({'mirror equals the source' if rc4 == 0 else 'differences found'})")
-    ok = ok and rc4 == 0
+    ok = ok and rc4 == 0 and python_engine(root)
     say("result: " + ("OK - the mirror equals the resolved source" if ok else "FAILED"))
     print(f"   warehouse: {os.path.join(WORK, 'warehouse')}; summaries in {WORK}")
     return 0 if ok else 1
+
+
+def python_engine(root) -> bool:
+    """The Python engine on a jdbc catalog on PostgreSQL: Spark builds, the Python engine merges."""
+    say("the Python engine (Arrow and pyiceberg, no JVM) on a jdbc catalog on a local PostgreSQL server")
+    why = pg.available()
+    if why:
+        print(f"   skipped: {why} (make demo installs it when run as root)")
+        return True
+    server = pg.PostgresServer().start()
+    try:
+        return _python_engine(root, server)
+    finally:
+        server.stop()
+
+
+def _python_engine(root, server) -> bool:
+    from olake_cow.core.config import parse_destination
+    from testkit.local import writer_session as session_for
+
+    dest = {"type": "ICEBERG", "writer": {"catalog_type": "jdbc", "catalog_name": SQL_CATALOG,
+                                          "jdbc_url": server.jdbc_url, "jdbc_username": "iceberg",
+                                          "jdbc_password": "pg-Secret-123",
+                                          "iceberg_s3_path": "file://" + os.path.join(WORK, "jdbc-warehouse")}}
+    cfg = parse_destination(dest)
+    dest_path = write_destination(os.path.join(WORK, "destination-sqlite.json"), dest)
+    writer = OlakeWriter(session_for(root, cfg), SQL_CATALOG, NS)
+    tables = IcebergCatalog(session_for(root, cfg), SQL_CATALOG)
+    writer.create_table(TABLE, [("customer", "string"), ("amount", "int"), ("status", "string")])
+    writer.backfill(TABLE, [{"_olake_id": str(i), "customer": f"c{i % 97}", "amount": i, "status": "new"}
+                            for i in range(2000)])
+    args = ["--destination-details", dest_path, "--source-namespace", NS, "--quiet"]
+    ok = True
+    for step, engine in (("first build", "auto"), ("next sync", "python")):
+        if step == "next sync":
+            writer.commit(TABLE, [{"_olake_id": str(k), "_op_type": "u", "customer": "c", "amount": k,
+                                   "status": "paid"} for k in range(0, 2000, 40)]
+                          + [{"_olake_id": "7", "_op_type": "d"}, {"_olake_id": "n1", "_op_type": "c", "amount": 1}],
+                          pure_deletes=["11"])
+        summary = os.path.join(WORK, f"summary-{engine}.json")
+        started = time.monotonic()
+        rc = job(args + ["--engine", engine, "--summary-out", summary])
+        took = time.monotonic() - started
+        with open(summary, encoding="utf-8") as f:
+            [entry] = json.load(f)["tables"]
+        print(f"   {step} with --engine {engine}: ran on {entry['engine']} in {took:.2f} s"
+              + (f" ({entry['engine_reason']})" if entry["engine_reason"] else ""))
+        ok = ok and rc == 0 and check(root, writer, tables, SQL_CATALOG)
+    return ok
 
 
 if __name__ == "__main__":

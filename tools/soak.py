@@ -83,6 +83,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help=f"source mode and mirror format of each soak, one after the other (default {ALL_VARIANTS})")
     p.add_argument("--rewrite-chance", type=float, default=0.15,
                    help="chance per action that another tool rewrites a source table's files (default 0.15)")
+    p.add_argument("--engine", choices=("spark", "python", "auto"), default="spark",
+                   help="the job's --engine (auto: the python engine merges what it serves, Spark the rest)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
     p.add_argument("--out", metavar="PATH", help="write the figures as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work folder (warehouse, logs)")
@@ -200,7 +202,7 @@ class Soak:
         cmd = [sys.executable, os.path.join(ROOT, "emr_job", "main.py"), "--destination-details", self.dest_path,
                "--source-namespace", self.ns, "--quiet", "--parallelism", "2", "--summary-out", summary,
                "--source-mode", self.mode.value, "--mirror-format", self.fmt,
-               "--spark-conf", "spark.sql.shuffle.partitions=2"]
+               "--spark-conf", "spark.sql.shuffle.partitions=2", "--engine", self.args.engine]
         return cmd + (MAINTENANCE if maintenance else [])
 
     def launch(self, maintenance: bool) -> subprocess.Popen:

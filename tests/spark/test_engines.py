@@ -142,3 +142,13 @@ def test_what_the_python_engine_does_not_serve_is_one_line_before_anything_is_re
     assert lake.source_metadata() == before and not os.path.exists(summary)
     assert not lake.tables.namespace_exists(lake.cow_ns)
     json.dumps(err)
+
+
+def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_root):
+    lake = _lake(spark, destinations, tmp_root)
+    _built(lake)
+    _changes(lake, 10)
+    code, entry = lake.run_summary("--engine", "auto", "--compact-files")
+    assert code == 0 and entry["engine"] == "spark" and "maintenance" in entry["engine_reason"], entry
+    assert entry["maintenance"] is not None, entry
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])

@@ -2,8 +2,10 @@
 and pyiceberg, with no JVM (`--engine python`).
 
 What it serves, and why the rest stays on Spark:
-  catalog   glue, and jdbc (pyiceberg's SQL catalog reads and commits the tables Iceberg's JDBC catalog
-            makes; PostgreSQL and SQLite URLs). Others are refused before anything is read.
+  catalog   glue, and jdbc on PostgreSQL (pyiceberg's SQL catalog reads and commits the tables Iceberg's
+            JDBC catalog makes). Others are refused before anything is read: the file-system catalog
+            has no commit pyiceberg makes, and Iceberg's JDBC catalog on SQLite locked up beside
+            pyiceberg's in one process when tried (make demo, 2026-11-29).
   mode      readonly. Truncate mode commits to OLake's table (the Spark engine does).
   format    cow. No maintained Python library writes Iceberg v3 deletion vectors yet
             (pyiceberg 0.12 reads them), so dv mirrors stay on Spark.

@@ -19,11 +19,21 @@ def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
                 f"{cfg.catalog_type}: run it with --engine spark (or auto)")
     if cfg.catalog_type == CatalogType.GLUE:
         return None
-    kind = _jdbc_kind(str(cfg.get("jdbc_url") or ""))
-    if kind not in ("postgresql", "sqlite"):
-        return (f"the python engine reads jdbc catalogs on PostgreSQL or SQLite; {cfg.catalog_name!r} is on "
+    url = str(cfg.get("jdbc_url") or "")
+    kind = _jdbc_kind(url)
+    if kind != "postgresql":
+        return (f"the python engine reads jdbc catalogs on PostgreSQL; {cfg.catalog_name!r} is on "
                 f"{kind or 'an unknown database'}: run it with --engine spark (or auto)")
+    unknown = sorted(set(dict(parse_qsl(urlsplit(url[len("jdbc:"):]).query))) - set(_JDBC_PARAMS))
+    if unknown:
+        # Another meaning in libpq, or none (currentSchema would point it at other tables): refused.
+        return (f"the python engine does not translate the JDBC URL parameter {unknown[0]!r} of catalog "
+                f"{cfg.catalog_name!r} to PostgreSQL's client: run it with --engine spark (or auto)")
     return None
+
+
+# JDBC URL parameters the python engine passes on: to libpq's name and value.
+_JDBC_PARAMS = {"user": None, "password": None, "sslmode": None, "ssl": None, "ApplicationName": None}
 
 
 def _jdbc_kind(url: str) -> str:
@@ -36,15 +46,16 @@ def sqlalchemy_url(cfg: DestinationConfig) -> str:
     from sqlalchemy.engine import URL
 
     jdbc = str(cfg.get("jdbc_url"))
-    kind = _jdbc_kind(jdbc)
-    if kind == "sqlite":
-        return "sqlite:///" + jdbc.split(":", 2)[2].split("?")[0]
     parts = urlsplit(jdbc[len("jdbc:"):])
     query = dict(parse_qsl(parts.query))
     user = cfg.get("jdbc_username") or query.pop("user", None)
     password = cfg.get("jdbc_password") or query.pop("password", None)
     query.pop("user", None)
     query.pop("password", None)
+    if query.pop("ssl", "").lower() == "true" and "sslmode" not in query:
+        query["sslmode"] = "require"
+    if "ApplicationName" in query:
+        query["application_name"] = query.pop("ApplicationName")
     url = URL.create("postgresql+psycopg2", username=user, password=password, host=parts.hostname,
                      port=parts.port, database=parts.path.lstrip("/") or None, query=query)
     return url.render_as_string(hide_password=False)

@@ -129,28 +129,32 @@ class Manifests:
         import pyarrow.compute as pc
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
-        from pyiceberg.table import FileScanTask
 
         schema = self.table.metadata.schema()
-        pos = [d for d in at if d.live.content == POSITION_DELETES] if positional else []
         eq = [d for d in at if d.live.content == EQUALITY_DELETES] if equality else []
+        by_path = {d.live.path: d for d in eq}
+        parts = []
+        for newer, tasks in self._tasks(data, at, eq, positional).items():
+            table = ArrowScan(self.table.metadata, self.table.io, schema, AlwaysTrue()).to_table(tasks)
+            keys = self.equality_keys(by_path[p] for p in newer)
+            if keys and table.num_rows:
+                table = table.filter(pc.invert(pc.is_in(table.column(KEY), value_set=pa.array(sorted(keys)))))
+            parts.append(table)
+        return pa.concat_tables(parts) if parts else schema_to_pyarrow(schema).empty_table()
+
+    def _tasks(self, data: Sequence[Entry], at: Sequence[Entry], eq: Sequence[Entry],
+               positional: bool) -> Dict[Tuple[str, ...], List[Any]]:
+        """Scan tasks (each data file with the position deletes that reach it) grouped by the
+        equality-delete files that apply to them: one scan per group (pyiceberg reads a scan's
+        tasks in parallel and returns them in order)."""
+        from pyiceberg.table import FileScanTask
+
+        pos = [d for d in at if d.live.content == POSITION_DELETES] if positional else []
         specs = self.table.metadata.specs()
-        # Files that take the same equality deletes are read in one scan (pyiceberg reads its
-        # tasks in parallel and returns them in order).
         groups: Dict[Tuple[str, ...], List[Any]] = {}
         for f in data:
             mine = {d.data_file for d in pos if d.live.seq >= f.live.seq and d.live.may_point_at(f.live.path)}
             newer = tuple(sorted(d.live.path for d in eq if d.live.seq > f.live.seq and (
                 specs[d.spec_id].is_unpartitioned() or (d.spec_id, d.partition) == (f.spec_id, f.partition))))
             groups.setdefault(newer, []).append(FileScanTask(f.data_file, mine))
-        by_path = {d.live.path: d for d in eq}
-        parts = []
-        for newer, tasks in groups.items():
-            table = ArrowScan(self.table.metadata, self.table.io, schema, AlwaysTrue()).to_table(tasks)
-            keys = self.equality_keys(by_path[p] for p in newer)
-            if keys and table.num_rows:
-                table = table.filter(pc.invert(pc.is_in(table.column(KEY), value_set=pa.array(sorted(keys)))))
-            parts.append(table)
-        if not parts:
-            return schema_to_pyarrow(schema).empty_table()
-        return pa.concat_tables(parts)
+        return groups

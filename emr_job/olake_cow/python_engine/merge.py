@@ -4,7 +4,7 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import json
-from typing import Any, List
+from typing import Any, List, Tuple
 
 from ..core.audit import audit, live_rows, replaced_rows
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
@@ -35,55 +35,22 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker
               result: TableResult) -> None:
     """Merge the change set into the cow mirror (pyiceberg table `mirror`, at `state`) and publish it
     with `marker` as its checkpoint, in one commit."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from pyiceberg.io.pyarrow import _dataframe_to_data_files, schema_to_pyarrow
-
     counts = cs.counts
-    keys = sorted(set(cs.keys))
-    files = Manifests(mirror, state.key_field_id)
-    data = [e for e in files.live(state.current_id) if e.live.content == DATA] if state.current_id else []
-    bounds = [FileBounds(e.live.path, e.live.lo, e.live.hi, e.live.size) for e in data]
-    touched_paths = {f.path for f in touched_files(bounds, keys)}
-    touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
-    spread = merge_shape(bounds, keys).spread
-    target = schema_to_pyarrow(mirror.metadata.schema())
-    kept = files.rows(touched, [])
-    if kept.num_rows and keys:
-        kept = kept.filter(pc.invert(pc.is_in(kept.column(KEY), value_set=pa.array(keys, pa.string()))))
-    upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])
-    written = pa.concat_tables([aligned(kept, target), upserts])
+    touched, written = _rewrite(mirror, state, cs)
     if not touched and not written.num_rows:
         # Deletes of keys the mirror does not hold change nothing: only the checkpoint moves.
         with mirror.transaction() as tx:
             tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id})
         result.rows_deleted += counts.deletes
         return
-    if not spread:
-        # Few files rewritten: sorted whole, so each file keeps a narrow key range. A spread change
-        # rewrites most of the mirror: its files' rows stay in their order (each was sorted) and
-        # the upserts follow sorted (as the Spark engine's spread merge, without a global sort).
-        written = written.sort_by([(KEY, "ascending")])
     parent = state.snapshot(state.current_id)
     parent_rows = live_rows(parent) if parent is not None else 0
     tx = mirror.transaction()
-    new_files: List[Any] = list(_dataframe_to_data_files(tx.table_metadata, written, mirror.io)) \
-        if written.num_rows else []
-    summary = {Summary.WAP_ID: marker.wap_id}
-    if touched:
-        with tx.update_snapshot(snapshot_properties=summary).overwrite() as ow:
-            for e in touched:
-                ow.delete_data_file(e.data_file)
-            for f in new_files:
-                ow.append_data_file(f)
-    else:
-        with tx.update_snapshot(snapshot_properties=summary).fast_append() as app:
-            for f in new_files:
-                app.append_data_file(f)
+    _overwrite(tx, mirror, touched, written, marker)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode)})
     staged = _staged(tx)
-    audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)
+    audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += counts.upserts
     result.rows_deleted += counts.deletes
@@ -93,6 +60,51 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker
     result.files_rewritten += len(touched)
     result.files_read += len(touched)
     result.bytes_read += sum(e.live.size for e in touched)
+
+
+def _rewrite(mirror: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[Any], Any]:
+    """(the mirror files the change keys can reach, the rows replacing them: theirs less the changed
+    keys, and the upserts)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    keys = sorted(set(cs.keys))
+    files = Manifests(mirror, state.key_field_id)
+    data = [e for e in files.live(state.current_id) if e.live.content == DATA] if state.current_id else []
+    bounds = [FileBounds(e.live.path, e.live.lo, e.live.hi, e.live.size) for e in data]
+    touched_paths = {f.path for f in touched_files(bounds, keys)}
+    touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
+    target = schema_to_pyarrow(mirror.metadata.schema())
+    kept = files.rows(touched, [])
+    if kept.num_rows and keys:
+        kept = kept.filter(pc.invert(pc.is_in(kept.column(KEY), value_set=pa.array(keys, pa.string()))))
+    upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])
+    written = pa.concat_tables([aligned(kept, target), upserts])
+    if written.num_rows and not merge_shape(bounds, keys).spread:
+        # Few files rewritten: sorted whole, so each file keeps a narrow key range. A spread change
+        # rewrites most of the mirror: its files' rows stay in their order (each was sorted) and
+        # the upserts follow sorted (as the Spark engine's spread merge, without a global sort).
+        written = written.sort_by([(KEY, "ascending")])
+    return touched, written
+
+
+def _overwrite(tx: Any, mirror: Any, touched: List[Any], written: Any, marker: Marker) -> None:
+    """One snapshot in the transaction: `touched` files out, `written` rows in, the marker in its summary."""
+    from pyiceberg.io.pyarrow import _dataframe_to_data_files
+
+    new_files = list(_dataframe_to_data_files(tx.table_metadata, written, mirror.io)) if written.num_rows else []
+    summary = {Summary.WAP_ID: marker.wap_id}
+    if not touched:
+        with tx.update_snapshot(snapshot_properties=summary).fast_append() as app:
+            for f in new_files:
+                app.append_data_file(f)
+        return
+    with tx.update_snapshot(snapshot_properties=summary).overwrite() as ow:
+        for e in touched:
+            ow.delete_data_file(e.data_file)
+        for f in new_files:
+            ow.append_data_file(f)
 
 
 def _staged(tx: Any) -> Any:

@@ -77,6 +77,8 @@ class PythonTableRun:
         return self.result
 
     def _run(self) -> None:
+        if self.opts.maintenance.requested or self.opts.maintenance.only or self.opts.verify:
+            raise HandOver("maintenance and --verify run on the Spark engine")
         src, source, mir, mirror = self.states()
         if not source.exists:
             raise TableNotFoundError(f"source table {self.name} does not exist")
