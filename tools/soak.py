@@ -119,7 +119,8 @@ class Soak:
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
             "kill_after_seconds": [], "failures": [], "source_mode": mode.value, "source_rewrites": 0,
             "source_rewrites_refused": 0,
-            "concurrent_run_seconds": [], "mirror_format": fmt,
+            "concurrent_run_seconds": [], "mirror_format": fmt, "engine": args.engine,
+            "tables_merged_by": {"spark": 0, "python": 0},
             "killed_at": {label: 0 for label in dict.fromkeys(KILL_MOMENTS[mode].values())}}
         self.quiet_runs = 0
 
@@ -304,7 +305,20 @@ class Soak:
             return
         self.figures["runs_completed"] += 1
         self.figures["maintenance_runs"] += int(maintenance)
+        self._count_engines(proc.summary)  # type: ignore[attr-defined]
         self.check()
+
+    def _count_engines(self, summary: str) -> None:
+        """Which engine merged each table of a completed run (--engine auto: both take part)."""
+        try:
+            with open(summary, encoding="utf-8") as f:
+                tables = json.load(f).get("tables") or []
+        except (OSError, ValueError):
+            return
+        for t in tables:
+            if t.get("status") == "merged":
+                merged_by = self.figures["tables_merged_by"]
+                merged_by[t.get("engine", "spark")] = merged_by.get(t.get("engine", "spark"), 0) + 1
 
     # --- the check ------------------------------------------------------------------------------
     def check(self) -> None:
