@@ -9,11 +9,19 @@ import os
 import pytest
 from tests.spark.conftest import Lake
 from tests.spark.test_glue import glue_destination, glue_io, moto_s3_glue, moto_s3_glue_server  # noqa: F401
+from tests.spark.test_rest import reference, reference_destination, reference_io  # noqa: F401
 
 from olake_cow.spark.session import local_aws_jars
 
 pytestmark = [pytest.mark.spark]
 ENGINES = ["spark", "python"]
+
+
+def _renamed(destination, catalog):
+    """The destination under a catalog name of this module's: test_glue.py and test_rest.py start
+    their own servers (on other ports) in the same JVM, whose catalogs must not meet these."""
+    destination["writer"]["catalog_name"] = catalog
+    return destination
 
 
 def _lake(spark, destinations, tmp_root, kind="jdbc"):
@@ -69,10 +77,20 @@ def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("delete_mode", ["equality", "dv"])
 def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):  # noqa: F811 - the fixture of test_glue.py
-    lake = make_lake(glue_destination(moto_s3_glue), "glue", "readonly", "cow", glue_io(moto_s3_glue))
+    lake = make_lake(_renamed(glue_destination(moto_s3_glue), "gluepy"), "glue", "readonly", "cow",
+                     glue_io(moto_s3_glue))
     _built(lake, delete_mode)
     for base in (10, 30):
         _changes(lake, base, delete_mode)
+        _merged_by(lake, engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_rest_reference_server_with_oauth2(make_lake, reference, engine):  # noqa: F811 - test_rest.py's
+    lake = make_lake(reference_destination(reference, "refpy"), "rest", "readonly", "cow", reference_io(reference))
+    _built(lake, "position")
+    for base in (10, 30):
+        _changes(lake, base, "position")
         _merged_by(lake, engine)
 
 
@@ -123,7 +141,7 @@ def test_a_first_build_with_the_python_engine_is_refused_and_creates_nothing(spa
 
 
 @pytest.mark.parametrize("args, kind, said", [
-    ((), "hadoop", "serves glue and jdbc catalogs"),
+    ((), "hadoop", "serves glue, jdbc and rest catalogs"),
     (("--mirror-format", "dv"), "jdbc", "--mirror-format dv"),
     (("--source-mode", "truncate"), "jdbc", "--source-mode truncate"),
     (("--verify",), "jdbc", "--verify"),

@@ -27,9 +27,8 @@ def test_what_it_cannot_open_is_refused_by_name(url, said):
     assert why is not None and said in why and "--engine spark" in why
 
 
-def test_hadoop_hive_and_rest_stay_on_spark():
+def test_hadoop_and_hive_stay_on_spark():
     for writer in ({"catalog_type": "hadoop", "iceberg_s3_path": "file:///w"},
-                   {"catalog_type": "hive", "hive_uri": "thrift://h:9083", "iceberg_s3_path": "s3://b/w"},
-                   {"catalog_type": "rest", "rest_catalog_url": "http://h:8181", "iceberg_s3_path": "w"}):
-        assert "serves glue and jdbc" in engine_refusal(parse_destination({"type": "ICEBERG", "writer": writer}))
+                   {"catalog_type": "hive", "hive_uri": "thrift://h:9083", "iceberg_s3_path": "s3://b/w"}):
+        assert "serves glue, jdbc and rest" in engine_refusal(parse_destination({"type": "ICEBERG", "writer": writer}))
     assert engine_refusal(_jdbc("jdbc:postgresql://h:5432/db?sslmode=verify-full")) is None

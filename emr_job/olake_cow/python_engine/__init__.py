@@ -2,8 +2,9 @@
 and pyiceberg, with no JVM (`--engine python`).
 
 What it serves, and why the rest stays on Spark:
-  catalog   glue, and jdbc on PostgreSQL (pyiceberg's SQL catalog reads and commits the tables Iceberg's
-            JDBC catalog makes). Others are refused before anything is read: the file-system catalog
+  catalog   glue, rest (the destination's OAuth2, token or SigV4; Nessie refused), and jdbc on
+            PostgreSQL (pyiceberg's SQL catalog reads and commits the tables Iceberg's JDBC catalog
+            makes). Others are refused before anything is read: the file-system catalog
             has no commit pyiceberg makes, and Iceberg's JDBC catalog on SQLite locked up beside
             pyiceberg's in one process when tried (make demo, 2026-11-29).
   mode      readonly. Truncate mode commits to OLake's table (the Spark engine does).

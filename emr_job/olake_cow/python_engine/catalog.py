@@ -2,22 +2,28 @@
 from typing import Any, Dict, Optional
 from urllib.parse import parse_qsl, urlsplit
 
-from ..core.config import CatalogType, DestinationConfig, catalog_properties
+from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
 from ..core.errors import ConfigError
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
 
 
-SERVED = (CatalogType.GLUE, CatalogType.JDBC)
+SERVED = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
+# catalog_properties' REST settings pyiceberg's RestCatalog takes under the same names, and the
+# SigV4 signing keys under its own.
+_REST_KEYS = ("uri", "warehouse", "credential", "token", "oauth2-server-uri", "scope", "rest.sigv4-enabled",
+              "rest.signing-name", "rest.signing-region")
+_REST_SIGNING = {"rest.access-key-id": "client.access-key-id", "rest.secret-access-key": "client.secret-access-key",
+                 "rest.session-token": "client.session-token"}
 
 
 def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
     """Why the Python engine cannot run against this destination (None: it can)."""
     if cfg.catalog_type not in SERVED:
-        return (f"the python engine serves glue and jdbc catalogs; catalog {cfg.catalog_name!r} is "
+        return (f"the python engine serves glue, jdbc and rest catalogs; catalog {cfg.catalog_name!r} is "
                 f"{cfg.catalog_type}: run it with --engine spark (or auto)")
-    if cfg.catalog_type == CatalogType.GLUE:
+    if cfg.catalog_type != CatalogType.JDBC:
         return None
     url = str(cfg.get("jdbc_url") or "")
     kind = _jdbc_kind(url)
@@ -70,6 +76,8 @@ def open_catalog(cfg: DestinationConfig) -> Any:
     props: Dict[str, str] = {k: v for k, v in {**pub, **sec}.items() if k in _FILE_IO_KEYS}
     if "client.region" in props:
         props["s3.region"] = props["client.region"]
+    if cfg.catalog_type == CatalogType.REST:
+        return _rest(cfg, pub, sec, props)
     if cfg.catalog_type == CatalogType.GLUE:
         from pyiceberg.catalog.glue import GlueCatalog
 
@@ -78,6 +86,20 @@ def open_catalog(cfg: DestinationConfig) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
     return SqlCatalog(cfg.catalog_name, uri=sqlalchemy_url(cfg), warehouse=cfg.warehouse, **props)
+
+
+def _rest(cfg: DestinationConfig, pub: Dict[str, str], sec: Dict[str, str], props: Dict[str, str]) -> Any:
+    """pyiceberg's REST catalog with the destination's auth (OAuth2 client credentials, a bearer
+    token or SigV4); Nessie's server is refused as the Spark engine refuses it."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    both = {**pub, **sec}
+    rest = {k: v for k, v in both.items() if k in _REST_KEYS or k.startswith("header.")}
+    rest.update({_REST_SIGNING[k]: v for k, v in both.items() if k in _REST_SIGNING})
+    catalog = RestCatalog(cfg.catalog_name, **props, **rest)
+    if str(catalog.properties.get("nessie.is-nessie-catalog") or "").lower() == "true":
+        raise nessie_refusal(cfg.catalog_name, "its server's config says nessie.is-nessie-catalog")
+    return catalog
 
 
 def _glue(cfg: DestinationConfig) -> Dict[str, str]:
