@@ -184,6 +184,14 @@ CASES = {
     "orphans-dry-run-alone": (HADOOP, ["--orphans-dry-run"], "--orphans-dry-run needs --remove-orphans-older-than"),
     "maintenance-only-alone": (HADOOP, ["--maintenance-only"], "--maintenance-only needs at least one maintenance"),
     "choice-unknown": (HADOOP, ["--source-mode", "sometimes"], "invalid choice: 'sometimes'"),
+    "engine-python-hadoop": (HADOOP, ["--engine", "python"], "the python engine serves glue, jdbc and rest catalogs"),
+    "engine-python-dv": (writer(catalog_type="jdbc", jdbc_url="jdbc:postgresql://127.0.0.1:1/db", iceberg_s3_path="/w"),
+                         ["--engine", "python", "--mirror-format", "dv"],
+                         "the python engine does not serve --mirror-format dv"),
+    "engine-python-jdbc-parameter": (writer(catalog_type="jdbc", jdbc_url="jdbc:postgresql://h/db?currentSchema=x",
+                                            iceberg_s3_path="/w"), ["--engine", "python"],
+                                     "does not translate the JDBC URL parameter 'currentSchema'"),
+    "python-max-mb-negative": (HADOOP, ["--python-max-mb", "-1"], "--python-max-mb must be from 0 to 10240"),
 }
 
 
