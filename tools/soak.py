@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 from olake_cow.core.checkpoint import find_checkpoint  # noqa: E402
 from olake_cow.core.identifiers import qualified  # noqa: E402
-from olake_cow.core.modes import SourceMode  # noqa: E402
+from olake_cow.core.modes import Engine, SourceMode  # noqa: E402
 from olake_cow.core.planner import plan_next  # noqa: E402
 from olake_cow.core.steps import Advance, Done, Merge, Publish, Truncate  # noqa: E402
 from olake_cow.spark.catalog import IcebergCatalog  # noqa: E402
@@ -83,7 +83,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help=f"source mode and mirror format of each soak, one after the other (default {ALL_VARIANTS})")
     p.add_argument("--rewrite-chance", type=float, default=0.15,
                    help="chance per action that another tool rewrites a source table's files (default 0.15)")
-    p.add_argument("--engine", choices=("spark", "python", "auto"), default="spark",
+    p.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.SPARK.value,
                    help="the job's --engine (auto: the python engine merges what it serves, Spark the rest)")
     p.add_argument("--seed", type=int, default=int(time.time()), help="random seed (printed; reruns are alike)")
     p.add_argument("--out", metavar="PATH", help="write the figures as JSON here")

@@ -33,7 +33,7 @@ from .core.identifiers import (
 )
 from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
-from .core.modes import DeleteMode, parse_format, parse_mode
+from .core.modes import DeleteMode, Engine, parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import TableResult, new_run_id, render
 from .core.uris import split_s3
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-mode", choices=[m.value for m in DeleteMode], default=DeleteMode.KEEP.value,
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
-    p.add_argument("--engine", choices=ENGINES, default="spark",
+    p.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.SPARK.value,
                    help="spark (default): every table on Spark; python: Arrow and pyiceberg, no JVM: incremental "
                         "readonly merges into cow mirrors on a jdbc catalog (README, Engines), anything else refused; "
                         "auto: python where it serves, Spark for the rest")
@@ -322,7 +322,7 @@ class RunSettings:
     spark_conf: Dict[str, str]
     master: Optional[str]
     summary_out: Optional[str]
-    engine: str = "spark"
+    engine: Engine = Engine.SPARK
     budget: Budget = field(default_factory=Budget)
 
 
@@ -442,7 +442,6 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
     return job, tables
 
 
-ENGINES = ("spark", "python", "auto")
 MAX_PYTHON_MB = 10_240  # the most memory a Lambda has
 
 
@@ -450,7 +449,7 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig) -> None:
     """`--engine python` asked for what it does not serve: one line before anything is read."""
     if not 0 <= args.python_max_mb <= MAX_PYTHON_MB:  # 0: every merge goes to Spark
         raise ConfigError(f"--python-max-mb must be from 0 to {MAX_PYTHON_MB}, got {args.python_max_mb}")
-    if args.engine != "python":
+    if args.engine != Engine.PYTHON:
         return
     from .python_engine.catalog import engine_refusal
 
@@ -485,7 +484,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
     check_local_namespace(cfg, job, tables)
-    return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out, args.engine,
+    return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out, Engine(args.engine),
                        Budget(args.python_max_mb * MB))
 
 
@@ -518,7 +517,7 @@ def _run(s: RunSettings) -> Exit:
     }
     failures: List[BaseException] = []
     try:
-        results, handed = _python_first(s, job) if s.engine != "spark" else ([], None)
+        results, handed = _python_first(s, job) if s.engine != Engine.SPARK else ([], None)
         if handed is None or handed:  # None: every asked table goes to Spark
             results += _on_spark(s, job, handed, summary)
         summary["tables"] = [r.to_dict() for r in results]
@@ -559,10 +558,11 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
              job.cow_namespace, " (dry run)" if job.dry_run else "")
     results, handed = run_python_tables(catalog, s.cfg, job, tables, s.budget)
     for table, reason in handed:
-        log.info("[%s] %s", table, reason if s.engine == "auto" else f"refused: {reason}")
-    if s.engine == "python":
+        log.info("[%s] %s", table, reason if s.engine == Engine.AUTO else f"refused: {reason}")
+    if s.engine == Engine.PYTHON:
         for table, reason in handed:
-            res = TableResult(table=table, mirror=f"{job.cow_namespace}.{table}{MIRROR_SUFFIX}", engine="python")
+            res = TableResult(table=table, mirror=f"{job.cow_namespace}.{table}{MIRROR_SUFFIX}",
+                              engine=Engine.PYTHON.value)
             res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; run it with "
                                           "--engine spark (or auto)")
             results.append(res)

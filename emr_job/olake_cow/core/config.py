@@ -421,16 +421,17 @@ def _rest(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
         pub["header.X-Iceberg-Access-Delegation"] = "vended-credentials"
 
 
-_CATALOG_PROPERTIES = {"hadoop": _hadoop, "jdbc": _jdbc, "hive": _hive, "glue": _glue, "rest": _rest}
+_CATALOG_PROPERTIES = {CatalogType.HADOOP: _hadoop, CatalogType.JDBC: _jdbc, CatalogType.HIVE: _hive,
+                       CatalogType.GLUE: _glue, CatalogType.REST: _rest}
 
 
 def _storage(cfg: DestinationConfig, pub: Properties, sec: Properties) -> None:
     """The region, S3 FileIO, endpoint and static keys every catalog type shares."""
     w, t = cfg.writer, cfg.catalog_type
-    region = w.get("glue_region") if t == "glue" and w.get("glue_region") else w.get("aws_region")
+    region = w.get("glue_region") if t == CatalogType.GLUE and w.get("glue_region") else w.get("aws_region")
     if region:
         pub["client.region"] = region
-    if t != "hadoop" and (is_s3(cfg.warehouse) or t in ("glue", "rest")):
+    if t != CatalogType.HADOOP and (is_s3(cfg.warehouse) or t in (CatalogType.GLUE, CatalogType.REST)):
         pub["io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
     if w.get("s3_endpoint"):
         pub["s3.endpoint"] = w["s3_endpoint"]

@@ -131,6 +131,21 @@ class DeleteMode(str, Enum):
         return format(str(self.value), spec)
 
 
+class Engine(str, Enum):
+    """Which engine merges (`--engine`): Spark, the Python engine (Arrow and pyiceberg, no JVM), or
+    the Python engine where it serves and Spark for the rest. A table's summary names the one that ran."""
+
+    SPARK = "spark"
+    PYTHON = "python"
+    AUTO = "auto"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
 def parse_delete_mode(value: str, what: str = "--delete-mode") -> DeleteMode:
     try:
         return DeleteMode(value)

@@ -33,7 +33,7 @@ class TableResult:
     status: TableStatus = TableStatus.PENDING
     source_mode: Optional[str] = None  # readonly | truncate
     mirror_format: Optional[str] = None  # cow | dv
-    engine: str = "spark"  # the engine that ran the table: spark | python
+    engine: str = "spark"  # the engine that ran the table (modes.Engine's value): spark | python
     engine_reason: str = ""  # why (with --engine auto: what the python engine handed over)
     merges: int = 0  # change sets merged and published by this run
     rows_upserted: int = 0  # rows the merges wrote: new keys and new versions of keys

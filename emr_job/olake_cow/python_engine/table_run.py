@@ -15,7 +15,7 @@ from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import layout_change, ownership, source_problem
 from ..core.mirror_props import kept_properties
-from ..core.modes import MirrorFormat, SourceMode, resolve_format, resolve_mode
+from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
 from ..core.readonly import other_truncates
@@ -25,7 +25,7 @@ from .merge import merge_cow
 from .reader import ArrowHistoryReader, HandOver
 
 log = logging.getLogger("olake_cow")
-ENGINE = "python"
+ENGINE = Engine.PYTHON.value
 MAX_STEPS = 1000
 
 
