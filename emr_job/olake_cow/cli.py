@@ -33,7 +33,7 @@ from .core.identifiers import (
 )
 from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
-from .core.modes import DeleteMode, Engine, parse_format, parse_mode
+from .core.modes import DeleteMode, Engine, MirrorFormat, SourceMode, parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import TableResult, new_run_id, render
 from .core.uris import split_s3
@@ -445,7 +445,7 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
 MAX_PYTHON_MB = 10_240  # the most memory a Lambda has
 
 
-def check_engine(args: argparse.Namespace, cfg: DestinationConfig) -> None:
+def check_engine(args: argparse.Namespace, cfg: DestinationConfig, job: JobOptions) -> None:
     """`--engine python` asked for what it does not serve: one line before anything is read."""
     if not 0 <= args.python_max_mb <= MAX_PYTHON_MB:  # 0: every merge goes to Spark
         raise ConfigError(f"--python-max-mb must be from 0 to {MAX_PYTHON_MB}, got {args.python_max_mb}")
@@ -453,14 +453,10 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig) -> None:
         return
     from .python_engine.catalog import engine_refusal
 
-    asked = [flag for flag, on in (("--source-mode truncate", args.source_mode == "truncate"),
-                                    ("--mirror-format dv", args.mirror_format == "dv"),
-                                    ("--verify", args.verify),
-                                    ("maintenance", MaintenanceOptions(
-                                        args.expire_source_older_than, args.expire_mirror_older_than,
-                                        args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
-                                        args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
-                                        args.fold_ratio).requested or args.maintenance_only)) if on]
+    asked = [flag for flag, on in (("--source-mode truncate", job.source_mode == SourceMode.TRUNCATE),
+                                    ("--mirror-format dv", job.mirror_format == MirrorFormat.DV),
+                                    ("--verify", job.verify),
+                                    ("maintenance", job.maintenance.requested or job.maintenance.only)) if on]
     why = engine_refusal(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "
                                   "auto)" if asked else None)
     if why:
@@ -471,7 +467,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     """The run's settings from the command line and the destination config, every input checked
     before Spark starts (ConfigError naming what is wrong)."""
     job, tables = job_options(args, cfg)
-    check_engine(args, cfg)
+    check_engine(args, cfg, job)
     extra = _spark_conf(args.spark_conf, cfg.catalog_name)
     _check_master(args.spark_master)
     check_summary_out(args.summary_out, args.destination_details)

@@ -1,9 +1,14 @@
 """The run summary: per-table results, written as JSON to a local path or S3. The trigger Lambda
 reads it back for its metrics, with the same status names."""
 import json
+import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Dict, List, Optional
+
+from .checkpoint import find_checkpoint
+from .snapshots import TableState
 
 
 class TableStatus(str, Enum):
@@ -64,6 +69,17 @@ class TableResult:
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
+    def finish(self, source: TableState, mirror: TableState) -> None:
+        """A table's loop ended with nothing left to do: its status, the checkpoint it holds, and the
+        commit time of the newest source change in the mirror (the lag metric)."""
+        self.status = TableStatus.MERGED if self.merges else TableStatus.UP_TO_DATE
+        cp = find_checkpoint(mirror)
+        self.checkpoint = cp.snapshot_id if cp else None
+        held = source.snapshot(cp.snapshot_id) if cp else None
+        if held is not None and held.is_boundary:  # truncate mode: the change set is the boundary's parent
+            held = source.snapshot(held.parent_id)
+        self.last_change_ms = held.timestamp_ms if held else None
+
     def add_time(self, phase: str, seconds: float) -> None:
         self.timings_s[phase] = round(self.timings_s.get(phase, 0.0) + seconds, 3)
 
@@ -89,7 +105,4 @@ def render(summary: Dict[str, Any]) -> str:
 
 
 def new_run_id() -> str:
-    import time
-    import uuid
-
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]

@@ -1,11 +1,13 @@
 """A table's files at a snapshot, from its manifests (pyiceberg's readers), and the rows a data file
 shows at a snapshot: its position deletes and deletion vectors applied by pyiceberg's Arrow scan,
 its equality deletes (by _olake_id, newer than the file, in its partition) by key here."""
+import json
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..core.files import DATA, DELETE_FILE_PATH_ID, EQUALITY_DELETES, POSITION_DELETES, LiveFile, RemovedFile
 from ..core.resolution import KEY
+from ..core.snapshots import TableState, state_from_metadata
 
 Table = Any  # pyiceberg.table.Table
 ArrowTable = Any  # pyarrow.Table
@@ -21,6 +23,12 @@ class Entry:
     partition: Tuple[Any, ...]
 
 
+def state_of(metadata: Any, location: Optional[str] = None) -> TableState:
+    """The core's record of pyiceberg's parsed table metadata (the metadata file's own JSON form);
+    format version 2 only (pyiceberg 0.12 does not serialize version 3): a cow mirror's."""
+    return state_from_metadata(json.loads(metadata.model_dump_json(by_alias=True)), location)
+
+
 def _text(bounds: Optional[Dict[int, bytes]], field_id: Optional[int]) -> Optional[str]:
     value = (bounds or {}).get(field_id) if field_id is not None else None
     return value.decode("utf-8", "replace") if value is not None else None
@@ -28,7 +36,7 @@ def _text(bounds: Optional[Dict[int, bytes]], field_id: Optional[int]) -> Option
 
 def _entry(e: Any, key_field_id: Optional[int]) -> Entry:
     f = e.data_file
-    content = int(f.content.value if hasattr(f.content, "value") else f.content)
+    content = int(f.content.value)
     deletes = content != DATA
     lower, upper = f.lower_bounds, f.upper_bounds
     live = LiveFile(int(e.sequence_number), content, f.file_path, str(f.file_format.value).upper(),

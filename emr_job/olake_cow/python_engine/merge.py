@@ -3,7 +3,6 @@
 files, and one `overwrite` snapshot replaces them. The commit carries the checkpoint marker in its
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
-import json
 from typing import Any, List, Tuple
 
 from ..core.audit import audit, live_rows, replaced_rows
@@ -13,9 +12,9 @@ from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, merge_shape, touched_files
 from ..core.resolution import KEY
-from ..core.snapshots import Summary, TableState, state_from_metadata
+from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult
-from .manifests import Manifests
+from .manifests import Manifests, state_of
 from .resolve import ArrowChangeSet
 
 
@@ -109,7 +108,7 @@ def _overwrite(tx: Any, mirror: Any, touched: List[Any], written: Any, marker: M
 
 def _staged(tx: Any) -> Any:
     """The transaction's new snapshot, as the core's record (from the metadata it would commit)."""
-    meta = state_from_metadata(json.loads(tx.table_metadata.model_dump_json(by_alias=True)))
+    meta = state_of(tx.table_metadata)
     snap = meta.snapshot(meta.current_id)
     assert snap is not None
     return snap

@@ -60,7 +60,7 @@ class ArrowHistoryReader:
             if problem is not None:
                 raise UnsupportedDeleteError(problem)
         positional = [e for e in entries if e.live.content == POSITION_DELETES]
-        cs.count_read(len(entries), sum(e.live.size for e in entries), sum(e.live.records for e in entries))
+        cs.count_read(len(entries), sum(e.live.size for e in entries))
         end = self.files.live(iv.end_id) if fresh or positional else []
         rows = self.files.rows(fresh, end) if fresh else None
         keys: Set[str] = self.files.equality_keys(equality)
@@ -84,7 +84,7 @@ class ArrowHistoryReader:
         out: Set[str] = set()
         for path in held:
             f = data[path]
-            cs.count_read(2, 2 * f.live.size, f.live.records)
+            cs.count_read(2, 2 * f.live.size)
             if path in at_start:
                 before = self.files.rows([f], start)
             elif f.live.seq == iv.start_seq:
@@ -107,7 +107,7 @@ class ArrowHistoryReader:
         if snap is None or snap.parent_id is None or self.state.snapshot(snap.parent_id) is None:
             raise ResyncNeededError(f"source snapshot {snapshot_id} removed older files, and the snapshot "
                                     "before it was expired")
-        before = self.files.live(snap.parent_id)
-        picked = [e for e in before if e.live.content == DATA and e.live.path in set(held)]
-        cs.count_read(len(picked), sum(e.live.size for e in picked), sum(e.live.records for e in picked))
+        before, held_paths = self.files.live(snap.parent_id), set(held)
+        picked = [e for e in before if e.live.content == DATA and e.live.path in held_paths]
+        cs.count_read(len(picked), sum(e.live.size for e in picked))
         return set(self.files.rows(picked, before).column(KEY).to_pylist())

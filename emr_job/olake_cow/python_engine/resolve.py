@@ -1,6 +1,6 @@
 """core/resolution.py's rule in Arrow: one sort of the candidates, the first row per key wins."""
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from ..core.audit import ChangeCounts
 from ..core.modes import DeleteMode
@@ -17,8 +17,6 @@ class ArrowChangeSet:
     deletes: List[str]
     files_read: int = 0
     bytes_read: int = 0
-    records_read: Optional[int] = 0
-    rebuild: bool = False
 
     @property
     def counts(self) -> ChangeCounts:
@@ -28,11 +26,9 @@ class ArrowChangeSet:
     def keys(self) -> List[str]:
         return self.upserts.column(KEY).to_pylist() + self.deletes
 
-    def count_read(self, files: int, size: int, records: int) -> None:
+    def count_read(self, files: int, size: int) -> None:
         self.files_read += files
         self.bytes_read += size
-        if self.records_read is not None:
-            self.records_read += records
 
 
 def compose(parts: Sequence[Tuple[ArrowTable, Sequence[str]]], empty: ArrowTable,

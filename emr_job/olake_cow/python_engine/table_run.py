@@ -8,12 +8,12 @@ from typing import Any, List, Tuple
 from ..core import steps
 from ..core.budget import Budget, over_budget
 from ..core.changesource import for_mode
-from ..core.checkpoint import CHECKPOINT_PROPERTY, find_checkpoint
+from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.config import DestinationConfig
 from ..core.errors import ForeignMirrorError, HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import layout_change, ownership, source_problem
+from ..core.identity import ownership, source_problem
 from ..core.mirror_props import kept_properties
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
@@ -37,6 +37,8 @@ def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
         t = catalog.load_table((namespace, table))
     except (NoSuchTableError, NoSuchNamespaceError):
         return None, MISSING
+    # The metadata file itself: pyiceberg 0.12 parses format-version 3 metadata (a dv source) but
+    # refuses to serialize it, so state_of cannot serve a source.
     with t.io.new_input(t.metadata_location).open() as f:
         meta = json.loads(f.read())
     return t, state_from_metadata(meta, t.metadata_location)
@@ -107,13 +109,11 @@ class PythonTableRun:
         self._loop(src, source, mir, mirror)
 
     def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
-        """Hand over what the Spark engine must do first, or what is over budget (metadata only)."""
+        """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
+        mirror someone changed was handed over before the loop (repair_reason)."""
         if not mirror.exists or mirror.current_id is None:
             raise HandOver("a first build reads the whole source: the Spark engine builds mirrors")
-        why = layout_change(source, mirror)
-        if why:
-            raise HandOver(f"{why}: the Spark engine recreates the mirror")
-        if [c for c in _columns(src)] != [c for c in _columns(mir)] or _spec(src) != _spec(mir):
+        if _columns(src) != _columns(mir) or _spec(src) != _spec(mir):
             raise HandOver("the source's schema or partition spec changed: the Spark engine evolves the mirror")
         over = over_budget(source, mirror, self.budget)
         if over:
@@ -129,11 +129,7 @@ class PythonTableRun:
                 self.result.status = TableStatus.DRY_RUN
                 return
             if isinstance(step, steps.Done):
-                self.result.status = TableStatus.MERGED if self.result.merges else TableStatus.UP_TO_DATE
-                cp = find_checkpoint(mirror)
-                self.result.checkpoint = cp.snapshot_id if cp else None
-                held = source.snapshot(cp.snapshot_id) if cp else None
-                self.result.last_change_ms = held.timestamp_ms if held else None
+                self.result.finish(source, mirror)
                 merged = f"done: {self.result.merges} change set(s) merged"
                 self.say("%s", merged if self.result.merges else step.reason)
                 return
@@ -157,8 +153,7 @@ class PythonTableRun:
         if changed:
             with mir.transaction() as tx:
                 tx.set_properties(changed)
-            _, mirror_state = load(self.catalog, self.opts.cow_namespace, self.mirror)
-            mir, mirror = self.catalog.load_table((self.opts.cow_namespace, self.mirror)), mirror_state
+            mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
         t0 = time.monotonic()
         reader = ArrowHistoryReader(src, source, self.opts.delete_mode)
         cs = for_mode(SourceMode.READONLY).read(reader, step, source)

@@ -8,7 +8,6 @@ from typing import Any, Iterator, Optional, Protocol, Tuple
 
 from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
-from ..core.checkpoint import Marker, find_checkpoint
 from ..core.errors import HistoryError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
 from ..core.identity import layout_change
@@ -91,10 +90,7 @@ class StepLoop:
         raise OlakeCowError(f"{job.table}: no progress after {MAX_STEPS} steps")
 
     def _finish(self, source: TableState, mirror: TableState, reason: str) -> None:
-        self.result.status = TableStatus.MERGED if self.result.merges else TableStatus.UP_TO_DATE
-        cp = find_checkpoint(mirror)
-        self.result.checkpoint = cp.snapshot_id if cp else None
-        self.result.last_change_ms = _change_time(source, cp)
+        self.result.finish(source, mirror)
         self.job.say("%s", f"done: {self.result.merges} change set(s) merged" if self.result.merges else reason)
 
     def _truncate(self) -> None:
@@ -191,12 +187,3 @@ def _live_rows(mirror: TableState) -> int:
     parent = mirror.snapshot(mirror.current_id)
     return live_rows(parent) if parent else 0
 
-
-def _change_time(source: TableState, checkpoint: Optional[Marker]) -> Optional[int]:
-    """Commit time of the newest source change the mirror holds (for the lag metric)."""
-    if checkpoint is None:
-        return None
-    held = source.snapshot(checkpoint.snapshot_id)
-    if held is not None and held.is_boundary:  # truncate mode: the change set is the boundary's parent
-        held = source.snapshot(held.parent_id)
-    return held.timestamp_ms if held else None
