@@ -586,8 +586,9 @@ def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
     results = run_tables(session, cfg, job, names, catalog)
     for r in results:
         r.engine_reason = (handed or {}).get(r.table, r.engine_reason)
-    if s.tables is None:
-        summary["dropped_sources"] = dropped_sources(catalog, job, names)
+    if s.tables is None:  # against every source of the namespace, not only those handed over
+        present = names if handed is None else catalog.list_tables(job.source_namespace)
+        summary["dropped_sources"] = dropped_sources(catalog, job, present)
     return results
 
 

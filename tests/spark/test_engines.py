@@ -170,3 +170,19 @@ def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_r
     assert code == 0 and entry["engine"] == "spark" and "maintenance" in entry["engine_reason"], entry
     assert entry["maintenance"] is not None, entry
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
+
+
+def test_auto_over_a_whole_namespace_names_no_source_as_dropped(spark, destinations, tmp_root):
+    """The python engine merges one table, Spark builds a new one: the run names no mirror as left
+    behind by a dropped source (every source is still there)."""
+    lake = _lake(spark, destinations, tmp_root)
+    _built(lake)
+    _changes(lake, 10)
+    lake.writer.create_table("u", [("v", "int")])
+    lake.writer.backfill("u", [{"_olake_id": "1", "v": 1}])
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "python", entry
+    assert {t["table"]: t["engine"] for t in lake.last_summary["tables"]} == {"t": "python", "u": "spark"}
+    assert lake.last_summary["dropped_sources"] == [], lake.last_summary["dropped_sources"]
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+    lake.assert_mirror_matches("u", engines=["pyiceberg"])
