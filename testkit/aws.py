@@ -27,16 +27,21 @@ def fixture(name: str):
 
 
 class Account:
-    def __init__(self, monkeypatch):
+    """`seed`: OLake's sales.orders and crm.contacts as fixture metadata in Glue. On a moto server
+    (AWS_ENDPOINT_URL set) whose bucket and Glue hold a real lake, `config` is that lake's."""
+
+    def __init__(self, monkeypatch, config=GLUE_CONFIG, seed=True):
         self.mp = monkeypatch
         self.s3 = boto3.client("s3", region_name=REGION)
-        self.s3.create_bucket(Bucket=BUCKET)
+        if BUCKET not in {b["Name"] for b in self.s3.list_buckets().get("Buckets", [])}:
+            self.s3.create_bucket(Bucket=BUCKET)
         self.sm = boto3.client("secretsmanager", region_name=REGION)
-        self.sm.create_secret(Name=SECRET_ID, SecretString=json.dumps(GLUE_CONFIG))
+        self.secret_arn = self.sm.create_secret(Name=SECRET_ID, SecretString=json.dumps(config))["ARN"]
         self.ddb = boto3.client("dynamodb", region_name=REGION)
-        self.ddb.create_table(TableName="olake-cow-state", BillingMode="PAY_PER_REQUEST",
-                              AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                              KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+        if "olake-cow-state" not in self.ddb.list_tables()["TableNames"]:  # a server's: kept between tests
+            self.ddb.create_table(TableName="olake-cow-state", BillingMode="PAY_PER_REQUEST",
+                                  AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                                  KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
         self.emr = boto3.client("emr-serverless", region_name=REGION)
         self.app_id = self.emr.create_application(name="olake-cow", releaseLabel="emr-7.12.0",
                                                   type="SPARK")["applicationId"]
@@ -54,10 +59,11 @@ class Account:
             "SOURCE_NAMESPACES": "sales,crm", "QUIET_PERIOD_SECONDS": "0",
             "SCHEDULER_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/olake-cow-scheduler",
         }
+        self.lane_requests = []  # the payloads the trigger sent the merge function
         self.apply_env()
-        # OLake's tables as Glue has them: the trigger starts no run for a namespace or table it lacks.
-        self.glue_table("sales", "orders", "source_new_commit")
-        self.glue_table("crm", "contacts", "source_new_commit")
+        if seed:  # OLake's tables as Glue has them: the trigger starts no run for a namespace or table it lacks
+            self.glue_table("sales", "orders", "source_new_commit")
+            self.glue_table("crm", "contacts", "source_new_commit")
 
     def apply_env(self, **changes):
         from olake_trigger import handler
@@ -70,12 +76,46 @@ class Account:
 
     # --- invoking -------------------------------------------------------------------------
     def invoke(self, event):
+        """The trigger's handler, in-process; the express-lane requests it sends are kept (lane_requests)."""
         from olake_trigger import handler
+        from testkit import iam
 
         ctx = SimpleNamespace(function_name="olake-cow-trigger", memory_limit_in_mb=256,
                               invoked_function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:olake-cow-trigger",
                               aws_request_id=str(uuid.uuid4()))
-        return handler.lambda_handler(copy.deepcopy(event), ctx)
+        with iam.api_calls() as seen:
+            try:
+                return handler.lambda_handler(copy.deepcopy(event), ctx)
+            finally:
+                self.lane_requests += [json.loads(p["Payload"]) for action, p, _ in seen
+                                       if action == "lambda:InvokeFunction"]
+
+    # --- the express lane -----------------------------------------------------------------
+    def add_merge_function(self, **env):
+        """The express lane's merge function in moto (never run: moto is told not to) and the
+        trigger's settings naming it."""
+        iam_client, name = boto3.client("iam", region_name=REGION), f"olake-cow-merge-{uuid.uuid4().hex[:8]}"
+        role = iam_client.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                    "Principal": {"Service": "lambda.amazonaws.com"}}]}))
+        fn = boto3.client("lambda", region_name=REGION).create_function(
+            FunctionName=name, Runtime="python3.13", Role=role["Role"]["Arn"],
+            Handler="olake_merge.handler.lambda_handler", Code={"ZipFile": _empty_zip()})
+        self.apply_env(MERGE_FUNCTION_ARN=fn["FunctionArn"], **env)
+        return fn["FunctionArn"]
+
+    def lane_end_event(self, request, response=None, condition="Success", invocations=1):
+        """The merge function's asynchronous-invocation destination record, as Lambda sends it."""
+        failed = condition != "Success"
+        return {"version": "1.0", "timestamp": "2026-11-29T07:00:00.000Z",
+                "requestContext": {"requestId": str(uuid.uuid4()), "condition": condition,
+                                   "functionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:olake-cow-merge:$LATEST",
+                                   "approximateInvokeCount": invocations},
+                "requestPayload": request,
+                "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
+                                    **({"functionError": "Unhandled"} if failed else {})},
+                "responsePayload": response if response is not None else (
+                    {"errorMessage": "Task timed out after 600.00 seconds"} if failed else {})}
 
     def commit_event(self, namespace: str, table: str, version: int = 7, meta: str = "source_new_commit"):
         """An S3 Object Created event for a new metadata file of namespace.table (uploaded)."""
@@ -139,6 +179,16 @@ class Account:
 
     def state_item(self, namespace: str):
         return self.ddb.get_item(TableName="olake-cow-state", Key={"pk": {"S": f"ns#{namespace}"}}).get("Item", {})
+
+
+def _empty_zip() -> bytes:
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("olake_merge/handler.py", "def lambda_handler(event, context):\n    return {}\n")
+    return buf.getvalue()
 
 
 def emf_points(text: str):

@@ -14,7 +14,8 @@ from urllib.parse import unquote
 # The IAM action of an API call, where it is not "<signing name>:<operation>".
 ACTION_OF = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket", "s3:HeadBucket": "s3:ListBucket",
              "s3:DeleteObjects": "s3:DeleteObject", "s3:GetBucketNotificationConfiguration": "s3:GetBucketNotification",
-             "s3:PutBucketNotificationConfiguration": "s3:PutBucketNotification"}
+             "s3:PutBucketNotificationConfiguration": "s3:PutBucketNotification",
+             "lambda:Invoke": "lambda:InvokeFunction"}
 ApiCall = Tuple[str, Mapping[str, Any], Mapping[str, Any]]  # (IAM action, parameters, answer)
 
 

@@ -177,6 +177,12 @@ class MotoStacks:
             numbers.update({k: int(numbers[k]) for k in ("Period", "EvaluationPeriods") if k in numbers})
             self.client("cloudwatch").put_metric_alarm(AlarmName=f"{stack}-{name}", **{**props, **numbers})
             return {name: f"{stack}-{name}"}
+        if kind == "AWS::Lambda::EventInvokeConfig":  # the merge function's retry and destinations
+            config = {k: (int(v) if k.startswith("Maximum") else v) for k, v in props.items()
+                      if k in ("FunctionName", "Qualifier", "MaximumRetryAttempts", "MaximumEventAgeInSeconds",
+                               "DestinationConfig")}
+            self.client("lambda").put_function_event_invoke_config(**config)
+            return {name: f"{props['FunctionName']}:{props.get('Qualifier', '$LATEST')}"}
         raise ValueError(f"no stand-in for {kind}")
 
     def stack_parameters(self, stack: str) -> Dict[str, str]:
@@ -340,7 +346,8 @@ def _list_parameters_as_cloudformation_shows_them() -> None:
 # moto's APIs from the template's own properties. The first two before the stack (its function's
 # environment names them), the others after (they name the stack's resources).
 STAND_INS_BEFORE = ("AWS::EMRServerless::Application", "AWS::Scheduler::ScheduleGroup")
-STAND_INS = STAND_INS_BEFORE + ("AWS::Scheduler::Schedule", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm")
+STAND_INS = STAND_INS_BEFORE + ("AWS::Scheduler::Schedule", "AWS::SNS::Subscription", "AWS::CloudWatch::Alarm",
+                                 "AWS::Lambda::EventInvokeConfig")
 CODE_BUCKET = "aws-sam-cli-managed-default-samclisourcebucket-local"  # sam deploy --resolve-s3's bucket
 CODE_KEY = "olake-cow/trigger.zip"
 _NO_VALUE = object()

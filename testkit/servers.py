@@ -155,7 +155,7 @@ class MotoServer(_Server):
             entry = json.loads(line)
             body = base64.b64decode(entry["body"]) if entry.get("body_encoded") else entry.get("body", "").encode()
             action = iam_action(entry["method"], entry["url"], entry["headers"])
-            if action.startswith("glue:"):
+            if action.startswith(("glue:", "secretsmanager:")):
                 out.append((action, json.loads(body or b"{}")))
                 continue
             parsed = urllib.parse.urlsplit(entry["url"])

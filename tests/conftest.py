@@ -23,7 +23,7 @@ def aws(monkeypatch):
                  "POWERTOOLS_SERVICE_NAME": "olake-cow-trigger", "POWERTOOLS_METRICS_NAMESPACE": "OlakeCow",
                  "POWERTOOLS_TRACE_DISABLED": "true"}.items():
         monkeypatch.setenv(k, v)
-    with mock_aws():
+    with mock_aws(config={"lambda": {"use_docker": False}}):  # the merge function is invoked, never run here
         account = Account(monkeypatch)
         yield account
     from olake_trigger import handler

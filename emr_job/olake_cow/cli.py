@@ -35,7 +35,7 @@ from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
 from .core.modes import DeleteMode, Engine, MirrorFormat, SourceMode, parse_format, parse_mode
 from .core.options import JobOptions
-from .core.summary import TableResult, new_run_id, render
+from .core.summary import TableResult, TableStatus, new_run_id, render
 from .core.uris import split_s3
 from .preflight import check_credentials, check_reachable, check_rest_catalog, check_summary_bucket
 
@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--python-max-mb", type=int, default=DEFAULT_PYTHON_MAX_MB, metavar="MB",
                    help=f"the python engine's budget: the parquet MB a merge may read, from metadata (default "
                         f"{DEFAULT_PYTHON_MAX_MB}); over it a table goes to Spark (auto) or is refused (python)")
+    p.add_argument("--hand-over", action="store_true",
+                   help="with --engine python: report a table it leaves to Spark as handed_over (exit 0) instead "
+                        "of refusing it; the express lane's merge function runs so, and the trigger starts an EMR "
+                        "run for those tables")
     p.add_argument("--dry-run", action="store_true", help="print the plan per table; commit nothing")
     p.add_argument("--verify", action="store_true",
                    help="after the run, compare each mirror with its source resolved by Spark at the snapshot the "
@@ -324,6 +328,7 @@ class RunSettings:
     summary_out: Optional[str]
     engine: Engine = Engine.SPARK
     budget: Budget = field(default_factory=Budget)
+    hand_over: bool = False  # --hand-over
 
 
 def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
@@ -450,8 +455,10 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig, job: JobOptio
     if not 0 <= args.python_max_mb <= MAX_PYTHON_MB:  # 0: every merge goes to Spark
         raise ConfigError(f"--python-max-mb must be from 0 to {MAX_PYTHON_MB}, got {args.python_max_mb}")
     if args.engine != Engine.PYTHON:
+        if args.hand_over:
+            raise ConfigError(f"--hand-over is for --engine python (the express lane), not --engine {args.engine}")
         return
-    from .python_engine.catalog import engine_refusal
+    from .core.engines import engine_refusal
 
     asked = [flag for flag, on in (("--source-mode truncate", job.source_mode == SourceMode.TRUNCATE),
                                     ("--mirror-format dv", job.mirror_format == MirrorFormat.DV),
@@ -472,22 +479,28 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     _check_master(args.spark_master)
     check_summary_out(args.summary_out, args.destination_details)
     check_summary_place(args.summary_out, cfg, job)
-    from .spark.session import launch_conf, under_spark_submit
+    if args.engine != Engine.PYTHON:  # the merge function (lambda/olake_merge) has no pyspark
+        from .spark.session import launch_conf, under_spark_submit
 
-    launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
+        launch_conf(cfg, not under_spark_submit(), args.spark_master, extra)  # JDBC driver, runtime jar
     check_credentials(cfg)
     check_rest_catalog(cfg)
     check_reachable(cfg)
     check_summary_bucket(args.summary_out, args.region)
     check_local_namespace(cfg, job, tables)
     return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out, Engine(args.engine),
-                       Budget(args.python_max_mb * MB))
+                       Budget(args.python_max_mb * MB), args.hand_over)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    return int(run(args)[0])
+
+
+def run(args: argparse.Namespace) -> Tuple[Exit, Optional[Dict[str, Any]]]:
+    """(the exit code, the run's summary; None when the input was refused before the run)."""
     secrets: List[str] = []
     try:
         cfg = load_config(args)
@@ -495,11 +508,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         settings = resolve_options(args, cfg)
     except OlakeCowError as exc:
         print(f"olake-cow: error: {redact(str(exc), secrets)}", file=sys.stderr)
-        return int(exit_code([exc]))
-    return int(_run(settings))
+        return exit_code([exc]), None
+    return _run(settings)
 
 
-def _run(s: RunSettings) -> Exit:
+def _run(s: RunSettings) -> Tuple[Exit, Dict[str, Any]]:
     from .core.summary import RunStatus
 
     cfg, secrets = s.cfg, s.cfg.secret_values()
@@ -536,13 +549,14 @@ def _run(s: RunSettings) -> Exit:
             print(f"olake-cow: cannot write summary to {s.summary_out}: {redact(error_text(exc), secrets)}",
                   file=sys.stderr)
             code = max(code, Exit.TABLE_FAILED)
-    return code
+    return code, summary
 
 
 def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], Optional[Dict[str, str]]]:
     """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
     of them). With --engine python a table it hands over fails with the reason (exit 2)."""
-    from .python_engine.catalog import engine_refusal, open_catalog
+    from .core.engines import engine_refusal
+    from .python_engine.catalog import open_catalog
     from .python_engine.table_run import run_python_tables
 
     why = engine_refusal(s.cfg)
@@ -558,9 +572,12 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
     if s.engine == Engine.PYTHON:
         for table, reason in handed:
             res = TableResult(table=table, mirror=f"{job.cow_namespace}.{table}{MIRROR_SUFFIX}",
-                              engine=Engine.PYTHON.value)
-            res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; run it with "
-                                          "--engine spark (or auto)")
+                              engine=Engine.PYTHON.value, engine_reason=reason)
+            if s.hand_over:
+                res.status = TableStatus.HANDED_OVER
+            else:
+                res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; run it "
+                                              "with --engine spark (or auto)")
             results.append(res)
         return results, {}
     return results, dict(handed)

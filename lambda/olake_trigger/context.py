@@ -11,6 +11,7 @@ from olake_cow.core.errors import ConfigError
 from .debounce import Debouncer
 from .decide import Outcome, TriggerStatus
 from .emr import EmrRuns
+from .lane import LaneRuns
 from .metrics import Point
 from .settings import Settings
 from .state import StateStore
@@ -19,6 +20,7 @@ if TYPE_CHECKING:  # typed clients for mypy (the mypy-boto3 stubs are a developm
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_emr_serverless import EMRServerlessClient
     from mypy_boto3_glue import GlueClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_scheduler import EventBridgeSchedulerClient
 
@@ -32,6 +34,7 @@ class Clients:
     ddb: "DynamoDBClient"
     scheduler: "EventBridgeSchedulerClient"
     glue: "GlueClient"
+    lambda_: Optional["LambdaClient"] = None  # the express lane's merge function
 
 
 @dataclass
@@ -44,10 +47,13 @@ class Context:
     function_arn: Optional[str] = None
     store: StateStore = field(init=False)
     runs: EmrRuns = field(init=False)
+    lanes: Optional[LaneRuns] = field(init=False)
 
     def __post_init__(self) -> None:
         self.store = StateStore(self.c.ddb, self.s.state_table)
         self.runs = EmrRuns(self.c.emr, self.s.application_id)
+        arn = self.s.merge_function_arn
+        self.lanes = LaneRuns(self.c.lambda_, arn) if arn and self.c.lambda_ is not None else None
 
     def now(self) -> int:
         return int(self.clock())

@@ -42,6 +42,9 @@ class Outcome:
     tables_with_work: Optional[List[str]] = None  # dry run
     request: Optional[Mapping[str, Any]] = None  # dry run: the StartJobRun request
     follow_up: Optional["Outcome"] = None  # finished: the run started (or debounced) for later commits
+    engine: Optional[str] = None  # started: "lambda" (the express lane) or "emr"
+    emr_after: Optional[List[str]] = None  # started on the lane: tables the EMR run after it takes
+    routing: Optional[Mapping[str, str]] = None  # started: why each table went where it went
     results: Tuple["Outcome", ...] = ()  # multiple: one per namespace
 
     def about(self, namespace: Optional[str] = None, table: Optional[str] = None, **run: Any) -> "Outcome":
@@ -92,6 +95,7 @@ class TableCheck:
     merge: Optional[str] = None
     due: Tuple[str, ...] = ()
     refused: Optional[str] = None  # the job would skip or refuse this table: never a reason to start a run
+    spark_only: Optional[str] = None  # why the express lane does not take its merge (None: it fits)
 
 
 @dataclass(frozen=True)
@@ -136,3 +140,44 @@ def decide(tables: Union[AllTables, Tables], checks: Optional[Mapping[str, Table
 def lease_until(now: int, job_timeout_min: int, margin_min: int) -> int:
     """A lease outlives the longest run, so a lost end event frees the namespace by itself."""
     return now + 60 * (job_timeout_min + margin_min)
+
+
+def lane_lease_until(now: int, timeout_s: int, margin_min: int) -> int:
+    """An express-lane run's lease: the merge function's timeout twice (Lambda retries a failed
+    asynchronous invocation once, template.yaml) and the margin."""
+    return now + 2 * timeout_s + 60 * margin_min
+
+
+LAMBDA, EMR = "lambda", "emr"  # the engines a run starts on (Outcome.engine, the metrics' engine dimension)
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a started run goes: the express lane (`lane` set: what the merge function runs, the
+    rest after it on EMR) or one EMR run (`lane` None)."""
+
+    lane: Union[AllTables, Tables, None]
+    emr_after: Tuple[str, ...] = ()
+    why: Mapping[str, str] = field(default_factory=dict)  # table ("*": all) -> the reason, logged and returned
+
+
+def route(start: Start, checks: Optional[Mapping[str, TableCheck]], closed: Optional[str]) -> Route:
+    """The lane takes the tables whose merge fits its budget; the rest wait for one EMR run after it
+    (one lease: never both at once). `closed`: why the lane takes nothing of this run (None: open).
+    Without metadata (`checks` None) the merge function asks the catalog itself and hands back what
+    does not fit."""
+    if closed is not None:
+        return Route(None, why={ALL_TABLES: closed})
+    if checks is None:
+        return Route(start.tables, why={ALL_TABLES: "the merge function reads the catalog and hands back what "
+                                                     "does not fit"})
+    names = start.tables.names if isinstance(start.tables, Tables) else tuple(sorted(checks))
+    why = {t: str(checks[t].spark_only if t in checks and checks[t].spark_only else "fits the lane's budget")
+           for t in names}
+    fits = tuple(t for t in names if t in checks and not checks[t].spark_only and not checks[t].due)
+    for t in names:
+        if t in checks and checks[t].due:
+            why[t] = "maintenance due: EMR runs it"
+    if not fits:
+        return Route(None, why=why)
+    return Route(Tables(fits), tuple(t for t in names if t not in fits), why)

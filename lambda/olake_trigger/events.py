@@ -3,6 +3,8 @@
 Accepted:
 - S3 "Object Created" (via EventBridge) for `<warehouse>/<namespace>[.db]/<table>[-<uuid>]/metadata/*.metadata.json`
 - EMR Serverless "Job Run State Change" (via EventBridge)
+- the express lane's end: the merge function's asynchronous-invocation destination record
+  (`requestContext`, `requestPayload` {"olake_cow_lane": ...}, `responsePayload`)
 - a schedule: `{"trigger": "schedule", "namespaces": [...], "tables": {ns: [...]}, "window": "...", "force": false,
   "maintenance": {...}, "source_mode": "readonly", "mirror_format": "cow"}`, bare or as the `detail` of an
   EventBridge "Scheduled Event"
@@ -20,6 +22,7 @@ from urllib.parse import unquote_plus
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
 from olake_cow.core.job_request import FINAL_STATES
+from olake_cow.core.lane import LaneRequest, is_lane_payload, parse_lane_request
 from olake_cow.core.maintenance import MaintenanceOptions, options_from_payload
 from olake_cow.core.modes import MirrorFormat, SourceMode, parse_format, parse_mode
 
@@ -97,7 +100,18 @@ class JobStateChange:
         return self.state in FINAL_STATES
 
 
-Event = Union[Commit, Ignored, Refused, RunRequest, JobStateChange]
+@dataclass(frozen=True)
+class LaneEnd:
+    """The merge function's end: its asynchronous invocation's destination record (on success or
+    on failure), carrying the request it was given and what it answered."""
+
+    request: LaneRequest
+    succeeded: bool  # condition "Success": the function returned
+    response: Mapping[str, Any]  # its answer (on failure: Lambda's error record)
+    invocations: int  # approximateInvokeCount (2: it was retried)
+
+
+Event = Union[Commit, Ignored, Refused, RunRequest, JobStateChange, LaneEnd]
 
 
 def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str,
@@ -116,6 +130,8 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
     """`warehouse`: where table folders live (the config's warehouse), for mapping S3 keys."""
     if not isinstance(event, Mapping):
         raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
+    if "requestContext" in event and is_lane_payload(event.get("requestPayload")):
+        return _lane_end(event)
     source, detail_type = event.get("source"), event.get("detail-type")
     if source == "aws.s3":
         if detail_type != "Object Created":
@@ -137,6 +153,16 @@ def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_
                          "expected S3 Object Created, EMR Serverless Job Run State Change, "
                          "a schedule or a direct invocation")
     return _invocation(event, request_id)
+
+
+def _lane_end(event: Mapping[str, Any]) -> LaneEnd:
+    context = _mapping(event.get("requestContext"), "requestContext")
+    with _as_event_error():
+        request = parse_lane_request(event["requestPayload"])
+    response = event.get("responsePayload")
+    count = context.get("approximateInvokeCount")
+    return LaneEnd(request, context.get("condition") == "Success", response if isinstance(response, Mapping) else {},
+                   count if isinstance(count, int) else 1)
 
 
 def _invocation(event: Mapping[str, Any], request_id: str) -> Event:

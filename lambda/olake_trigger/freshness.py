@@ -9,7 +9,9 @@ starts the run, whose idle path commits nothing.
 from typing import Any, Dict, List, Optional, Sequence
 
 from olake_cow.core import planner
+from olake_cow.core.budget import Budget
 from olake_cow.core.changesource import for_mode
+from olake_cow.core.engines import lane_refusal
 from olake_cow.core.errors import SourceModeError
 from olake_cow.core.identifiers import MIRROR_SUFFIX
 from olake_cow.core.identity import ownership, source_problem
@@ -33,8 +35,10 @@ class Freshness:
     """Per table of a namespace: what a run would do, from the catalog's metadata (glue.py)."""
 
     def __init__(self, tables: GlueTables, cow_suffix: str, source_mode: Optional[SourceMode] = None,
-                 ask: TableAsk = TableAsk()) -> None:
+                 ask: TableAsk = TableAsk(), mirror_format: Optional[MirrorFormat] = None,
+                 budget: Budget = Budget()) -> None:
         self.tables, self.suffix, self.source_mode, self.ask = tables, cow_suffix, source_mode, ask
+        self.mirror_format, self.budget = mirror_format, budget
 
     def check(self, namespace: str, tables: Optional[Sequence[str]], maintenance: MaintenanceOptions,
               now_ms: int) -> Dict[str, TableCheck]:
@@ -57,7 +61,10 @@ class Freshness:
             if maintenance.requested and source.exists:
                 due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
                                       now_ms, built_format(mirror) == MirrorFormat.DV)
-            out[name] = TableCheck(type(step).__name__.lower() if planner.has_work(step) else None, tuple(due))
+            work = planner.has_work(step)
+            lane = lane_refusal(source, mirror, self.source_mode, self.mirror_format, self.ask, self.budget) \
+                if work else None
+            out[name] = TableCheck(type(step).__name__.lower() if work else None, tuple(due), spark_only=lane)
         return out
 
 

@@ -42,7 +42,7 @@ def _setup() -> Settings:
         kw = {"region_name": _settings.region} if _settings.region else {}
         _clients = Clients(s3=boto3.client("s3", **kw), emr=boto3.client("emr-serverless", **kw),
                            ddb=boto3.client("dynamodb", **kw), scheduler=boto3.client("scheduler", **kw),
-                           glue=boto3.client("glue", **kw))
+                           glue=boto3.client("glue", **kw), lambda_=boto3.client("lambda", **kw))
     return _settings
 
 
@@ -80,6 +80,9 @@ def _publish(point: Point, dimensions: Dict[str, str]) -> None:
 
 
 def emit(namespace: str, point: Point) -> None:
+    if point.engine is not None:  # runs per engine: one dimension, across namespaces
+        _publish(point, {"engine": point.engine})
+        return
     dimensions = {"namespace": namespace}
     if point.table is not None:
         dimensions["table"] = point.table

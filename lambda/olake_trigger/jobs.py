@@ -35,6 +35,7 @@ class RunOptions:
     source_mode: Optional[SourceMode] = None  # None: the deployment's setting
     mirror_format: Optional[MirrorFormat] = None  # None: the deployment's setting
     verify: bool = False
+    lane: bool = True  # False: the express lane handed these tables over; EMR runs them (once)
 
 
 NAMESPACE_TAG = "olake-cow:namespace"

@@ -19,6 +19,7 @@ class Point:
     table: Optional[str] = None  # None: a namespace-level point
     # Named in the metric's log record (EMF metadata), not as a dimension: no extra billed metrics.
     metadata: Tuple[Tuple[str, str], ...] = field(default=())
+    engine: Optional[str] = None  # set: published with the engine as its one dimension (runs per engine)
 
 
 @dataclass(frozen=True)
@@ -104,3 +105,18 @@ def billed_points(job_run: Mapping[str, Any], prices: Prices) -> List[Point]:
     cost = vcpu * prices.vcpu_hour + memory * prices.gb_hour + storage * prices.storage_gb_hour
     return [Point("BilledVCPUHours", "None", vcpu), Point("BilledMemoryGBHours", "None", memory),
             Point("BilledStorageGBHours", "None", storage), Point("EstimatedCostUSD", "None", round(cost, 6))]
+
+
+def lane_billed_points(seconds: float, memory_mb: int, price_gb_second: float) -> List[Point]:
+    """What Lambda bills for an express-lane run: its duration times its memory, at the list price."""
+    gb_seconds = seconds * memory_mb / 1024.0
+    return [Point("BilledLambdaGBSeconds", "None", round(gb_seconds, 3)),
+            Point("EstimatedCostUSD", "None", round(gb_seconds * price_gb_second, 6))]
+
+
+def engine_points(engine: str, summary: Optional[Mapping[str, Any]], billed: List[Point]) -> List[Point]:
+    """A run's count, duration and cost under its engine ("lambda" or "emr"), for the dashboard."""
+    cost = sum(p.value for p in billed if p.name == "EstimatedCostUSD")
+    seconds = float((summary or {}).get("duration_s") or 0.0)
+    return [Point("Runs", "Count", 1.0, engine=engine), Point("RunSeconds", "Seconds", seconds, engine=engine),
+            Point("RunCostUSD", "None", cost, engine=engine)]

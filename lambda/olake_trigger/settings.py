@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from olake_cow.core.budget import DEFAULT_PYTHON_MAX_MB
 from olake_cow.core.errors import ConfigError
 from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX
 from olake_cow.core.maintenance import MAX_HOURS
@@ -52,7 +53,17 @@ class Settings:
     price_vcpu_hour: float = 0.052624
     price_gb_hour: float = 0.0057785
     price_storage_gb_hour: float = 0.000111
+    # The express lane (README, "Express lane"): small merges on the merge function, no EMR run
+    merge_function_arn: Optional[str] = None  # None: the lane is off
+    lane_max_mb: int = DEFAULT_PYTHON_MAX_MB  # the python engine's budget; 0: the lane is off
+    lane_timeout_s: int = 600  # the merge function's timeout (its lease outlives its retry)
+    lane_memory_mb: int = 3008
+    price_lambda_gb_second: float = 0.0000166667  # Lambda x86 list price (USD, us-east-1, 2026)
     region: Optional[str] = None
+
+    @property
+    def lane_on(self) -> bool:
+        return bool(self.merge_function_arn) and self.lane_max_mb > 0
 
     def cow_namespace(self, namespace: str) -> str:
         return namespace + self.cow_suffix
@@ -138,6 +149,11 @@ def from_env(env: Optional[Mapping[str, str]] = None) -> Settings:
         price_vcpu_hour=_price(env, "PRICE_VCPU_HOUR", Settings.price_vcpu_hour),
         price_gb_hour=_price(env, "PRICE_GB_HOUR", Settings.price_gb_hour),
         price_storage_gb_hour=_price(env, "PRICE_STORAGE_GB_HOUR", Settings.price_storage_gb_hour),
+        merge_function_arn=env.get("MERGE_FUNCTION_ARN", "").strip() or None,
+        lane_max_mb=_int(env, "EXPRESS_LANE_MAX_MB", Settings.lane_max_mb, 0),
+        lane_timeout_s=_int(env, "MERGE_TIMEOUT_SECONDS", Settings.lane_timeout_s, 1),
+        lane_memory_mb=_int(env, "MERGE_MEMORY_MB", Settings.lane_memory_mb, 128),
+        price_lambda_gb_second=_price(env, "PRICE_LAMBDA_GB_SECOND", Settings.price_lambda_gb_second),
         region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
         **values,
     )

@@ -2,20 +2,25 @@
 follow-up): check the catalog, take the namespace's lease, ask the metadata what has work, start
 one EMR Serverless run."""
 import logging
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from botocore.exceptions import ClientError
 
+from olake_cow.core.budget import MB, Budget
 from olake_cow.core.config import DestinationConfig
-from olake_cow.core.maintenance import MaintenanceOptions
+from olake_cow.core.job_request import job_argv
+from olake_cow.core.lane import LANE_RUN_PREFIX, LaneRequest
 from olake_cow.core.planner import TableAsk
 
 from . import jobs
 from .context import Context
 from .decide import (
+    EMR,
+    LAMBDA,
     AllTables,
     Outcome,
     PendingTables,
+    Route,
     Skip,
     TableCheck,
     Tables,
@@ -23,13 +28,16 @@ from .decide import (
     TriggerStatus,
     covered,
     decide,
+    lane_lease_until,
     lease_until,
     pending_entry,
+    route,
 )
 from .events import RunRequest
 from .freshness import Freshness
 from .glue import GlueTables
 from .jobs import RunOptions
+from .lane import lane_closed
 from .lifecycle import still_running
 from .metrics import Point
 
@@ -75,14 +83,18 @@ class Starts:
         try:
             tables = covered(requested, pending)
             tables = glue.held(namespace, tables) if glue else tables
-            decision = tables if isinstance(tables, Skip) else decide(
-                tables, None if opts.force else self._checks(cfg, glue, namespace, tables, opts.maintenance),
-                opts.force, opts.maintenance.requested)
+            checks = None if isinstance(tables, Skip) or opts.force else self._checks(cfg, glue, namespace, tables,
+                                                                                        opts)
+            decision = tables if isinstance(tables, Skip) else decide(tables, checks, opts.force,
+                                                                       opts.maintenance.requested)
             if isinstance(decision, Skip):
                 ctx.store.abandon(namespace, token, ())
                 ctx.emit(namespace, Point("Skipped", "Count", 1.0))
                 log.info("namespace %s: %s; no run started", namespace, decision.reason)
                 return Outcome(TriggerStatus.SKIPPED, decision.reason)
+            way = route(decision, checks, lane_closed(ctx.s, cfg, opts, opts.force))
+            if way.lane is not None:
+                return self._on_lane(namespace, token, now, way, window, opts, cfg)
             run_id = ctx.runs.start(jobs.start_job_run_request(ctx.s, cfg, namespace, decision.tables, window, opts,
                                                                decision.maintenance))
         except Exception:
@@ -91,37 +103,67 @@ class Starts:
         summary_uri = jobs.summary_location(ctx.s, namespace, token)
         ctx.store.started(namespace, token, run_id, summary_uri)
         ctx.emit(namespace, Point("JobsStarted", "Count", 1.0))
-        log.info("namespace %s: started mirror run %s (%s) for %s", namespace, run_id, opts.trigger,
-                 ", ".join(f"{t}: {why}" for t, why in decision.why.items()) or _names(decision.tables))
+        log.info("namespace %s: started mirror run %s (%s) for %s%s", namespace, run_id, opts.trigger,
+                 ", ".join(f"{t}: {why}" for t, why in decision.why.items()) or _names(decision.tables),
+                 "; on EMR: " + "; ".join(f"{t}: {why}" for t, why in way.why.items()) if ctx.s.merge_function_arn
+                 else "")
         return Outcome(TriggerStatus.STARTED, job_run_id=run_id, client_token=token, tables=_names(decision.tables),
-                       summary=summary_uri)
+                       summary=summary_uri, **(_routed(EMR, way) if ctx.s.merge_function_arn else {}))
+
+    def _on_lane(self, namespace: str, token: str, now: int, way: Route, window: str, opts: RunOptions,
+                 cfg: DestinationConfig) -> Outcome:
+        """Start the merge function under the namespace's lease (taken by start); the tables over
+        its budget wait in the pending set for the EMR run its end starts."""
+        ctx, lane = self.ctx, way.lane
+        assert lane is not None and ctx.lanes is not None
+        summary_uri = jobs.summary_location(ctx.s, namespace, token)
+        argv = job_argv(jobs.job_request(ctx.s, namespace, lane, summary_uri, opts, False))
+        req = LaneRequest(namespace, LANE_RUN_PREFIX + token, tuple(argv), ctx.s.lane_max_mb,
+                          lane.names if isinstance(lane, Tables) else None, way.emr_after, summary_uri)
+        # The lease outlives the function's timeout and its one retry: a lost end frees the namespace.
+        ctx.store.extend(namespace, token, lane_lease_until(now, ctx.s.lane_timeout_s, ctx.s.lease_margin_min))
+        if way.emr_after:
+            ctx.store.add_pending(namespace, way.emr_after)
+        run_id = ctx.lanes.start(req)
+        ctx.store.started(namespace, token, run_id, summary_uri)
+        ctx.emit(namespace, Point("LaneRunsStarted", "Count", 1.0))
+        log.info("namespace %s: started express-lane run %s (%s): %s", namespace, run_id, opts.trigger,
+                 "; ".join(f"{t}: {why}" for t, why in way.why.items()))
+        return Outcome(TriggerStatus.STARTED, job_run_id=run_id, client_token=token, tables=_names(lane),
+                       summary=summary_uri, **_routed(LAMBDA, way))
 
     def _dry_run(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
                  cfg: DestinationConfig, glue: Optional[GlueTables]) -> Outcome:
         """What a request would start, with nothing taken or started (pending commits stay pending)."""
         tables = covered(AllTables() if isinstance(requested, PendingTables) else requested, ())
         assert not isinstance(tables, Skip)
-        checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts.maintenance)
+        checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts)
         decision = decide(tables, checks, opts.force, opts.maintenance.requested)
+        way = None if isinstance(decision, Skip) else route(decision, checks, lane_closed(self.ctx.s, cfg, opts,
+                                                                                          opts.force))
         chosen = tables if isinstance(decision, Skip) else decision.tables
         request = jobs.start_job_run_request(self.ctx.s, cfg, namespace, chosen, window, opts,
                                              not isinstance(decision, Skip) and decision.maintenance)
         return Outcome(TriggerStatus.DRY_RUN, decision.reason if isinstance(decision, Skip) else None,
                        would_start=not isinstance(decision, Skip), request=request,
                        tables_with_work=None if checks is None else sorted(
-                           t for t, c in checks.items() if c.merge or c.due))
+                           t for t, c in checks.items() if c.merge or c.due),
+                       **(_routed(EMR if way.lane is None else LAMBDA, way) if way and self.ctx.s.merge_function_arn
+                          else {}))
 
     def _checks(self, cfg: DestinationConfig, glue: Optional[GlueTables], namespace: str,
-                tables: Union[AllTables, Tables], maintenance: MaintenanceOptions) -> Optional[Dict[str, TableCheck]]:
+                tables: Union[AllTables, Tables], opts: RunOptions) -> Optional[Dict[str, TableCheck]]:
         """The metadata check of each covered table, or None when the catalog cannot be read from here."""
         if glue is None:
             log.info("%s catalog %s is not read by the trigger (Glue only): the run decides, and commits nothing "
                      "when nothing is new", cfg.catalog_type, cfg.catalog_name)
             return None
         try:
-            checks = Freshness(glue, self.ctx.s.cow_suffix, self.ctx.s.source_mode,
-                               TableAsk(self.ctx.s.delete_mode)).check(
-                namespace, tables.names if isinstance(tables, Tables) else None, maintenance, self.ctx.now() * 1000)
+            s = self.ctx.s
+            checks = Freshness(glue, s.cow_suffix, opts.source_mode or s.source_mode, TableAsk(s.delete_mode),
+                               opts.mirror_format or s.mirror_format, Budget(s.lane_max_mb * MB)).check(
+                namespace, tables.names if isinstance(tables, Tables) else None, opts.maintenance,
+                self.ctx.now() * 1000)
         except (ClientError, ValueError, KeyError) as exc:
             log.warning("metadata check for %s failed (%s: %s); starting the run anyway", namespace,
                         type(exc).__name__, exc)
@@ -136,6 +178,11 @@ class Starts:
     def still_running(self, namespace: str, job_run_id: Optional[str]) -> bool:
         """True if `job_run_id` still runs (lifecycle.still_running)."""
         return still_running(self.ctx, namespace, job_run_id)
+
+
+def _routed(engine: str, way: Route) -> Dict[str, Any]:
+    """The routing fields of an outcome (deployments with the express lane)."""
+    return {"engine": engine, "emr_after": list(way.emr_after) or None, "routing": dict(way.why)}
 
 
 def _names(tables: Union[AllTables, Tables]) -> Union[str, List[str]]:

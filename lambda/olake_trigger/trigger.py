@@ -1,6 +1,7 @@
 """What the trigger does for each kind of event, one handler per kind: a metadata commit
 (commits.py, debounced), a schedule, direct or debounce request (starts.py: checked, then one run
-per namespace under a lease), a run's end (job_ends.py: metrics, a follow-up run). They share a
+per namespace under a lease, on EMR or the express lane), a run's end (job_ends.py: metrics, a
+follow-up run; after the lane, the EMR run for what it left). They share a
 Context (context.py: settings, AWS adapters, state store, clock); the Powertools wiring lives in
 handler.py."""
 import logging
@@ -12,7 +13,7 @@ from olake_cow.core.config import DestinationConfig
 from .commits import Commits
 from .context import Clients, Context
 from .decide import Outcome, TriggerStatus
-from .events import Commit, Ignored, JobStateChange, Refused, check_request, classify
+from .events import Commit, Ignored, JobStateChange, LaneEnd, Refused, check_request, classify
 from .job_ends import JobEnds
 from .metrics import Point
 from .settings import Settings
@@ -43,6 +44,8 @@ class Trigger:
         if isinstance(ev, JobStateChange):
             return self.job_ends.on_job_state(ev)
         assert cfg is not None
+        if isinstance(ev, LaneEnd):
+            return self.job_ends.on_lane_end(ev, cfg)
         if isinstance(ev, Commit):
             return self.commits.on_commit(ev, cfg)
         check_request(ev, s, cfg.catalog_type)

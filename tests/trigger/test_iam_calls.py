@@ -4,6 +4,7 @@ every action TriggerRole grants is either performed here or kept for a reason li
 import pytest
 
 from testkit import iam
+from testkit.aws import fixture
 from testkit.template import load_template, statements
 
 pytestmark = pytest.mark.aws
@@ -46,7 +47,7 @@ def granted(role: str):
 
 
 def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, recorded):
-    aws.apply_env(QUIET_PERIOD_SECONDS=60)
+    aws.add_merge_function(QUIET_PERIOD_SECONDS=60)
     aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
     assert aws.invoke(aws.commit_event("sales", "orders"))["status"] == "debounced"  # a schedule created
     aws.invoke(aws.commit_event("sales", "orders"))  # ... and moved
@@ -62,6 +63,13 @@ def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, re
                 "maintenance": {"compact_files": True, "rewrite_manifests": True}})
     aws.invoke({"namespace": "sales", "dry_run": True})
     aws.invoke({"namespace": "crm", "tables": ["ghost"]})  # refused: Glue lacks it
+    # the express lane: a readonly mirror's small merge goes to the merge function, its end comes back
+    aws.glue_table("crm", "contacts", "ro_source_new_commit")
+    mirror = fixture("ro_mirror_after_job.metadata.json")
+    mirror["properties"]["olake-cow.source-table"] = "crm.contacts"
+    aws.glue_table("crm_cow", "contacts_cow", mirror)
+    assert aws.invoke({"namespace": "crm"})["engine"] == "lambda"
+    assert aws.invoke(aws.lane_end_event(aws.lane_requests[-1], {"unfinished": []}))["status"] == "finished"
     role = granted("TriggerRole")
     assert recorded - role == set(), f"called but not granted: {sorted(recorded - role)}"
     unused = role - recorded - set(KEPT)

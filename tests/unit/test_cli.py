@@ -192,6 +192,7 @@ CASES = {
                                             iceberg_s3_path="/w"), ["--engine", "python"],
                                      "does not translate the JDBC URL parameter 'currentSchema'"),
     "python-max-mb-negative": (HADOOP, ["--python-max-mb", "-1"], "--python-max-mb must be from 0 to 10240"),
+    "hand-over-on-spark": (HADOOP, ["--hand-over"], "--hand-over is for --engine python"),
 }
 
 

@@ -136,6 +136,26 @@ def test_the_trigger_imports_only_the_core_of_the_job():
     assert bad == []
 
 
+def test_the_merge_function_reaches_no_spark_module_on_the_python_engine():
+    """lambda/Makefile packages cli, core and python_engine, not spark/: what the merge function
+    imports at module level, and what the python engine's path imports, stay out of spark/."""
+    graph = import_graph()
+    seen, todo = set(), ["olake_merge.handler", "olake_cow.python_engine.table_run", "olake_cow.python_engine.catalog"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += [n for n in graph.get(m, []) if n != "olake_cow.cli"]  # cli imports spark lazily, off this path
+    assert sorted(m for m in seen if m.startswith("olake_cow.spark")) == []
+    loaded = subprocess.run([sys.executable, "-c", "import sys; import olake_merge.handler; "
+                             "print(sorted(m for m in sys.modules if m.startswith(('olake_cow.spark', 'pyspark'))))"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert loaded.returncode == 0 and loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr
+    with open(os.path.join(ROOT, "lambda", "Makefile"), encoding="utf-8") as f:
+        build = f.read().split("build-MergeFunction:", 1)[1]
+    assert "python_engine" in build and "/spark" not in build
+
+
 def _tracked_python_files():
     out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
     return [p for p in out.stdout.split() if not p.startswith(".aws-sam/")]
@@ -162,7 +182,8 @@ def test_the_class_size_check_passes_on_the_product_code_and_fails_on_a_long_cla
     assert bad.returncode == 1 and "class Big is 151 lines" in bad.stdout, bad.stdout
 
 
-PRODUCT = {"emr_job/olake_cow": "olake_cow", "lambda/olake_trigger": "olake_trigger", "infra": "infra"}
+PRODUCT = {"emr_job/olake_cow": "olake_cow", "lambda/olake_trigger": "olake_trigger",
+           "lambda/olake_merge": "olake_merge", "infra": "infra"}
 
 
 def import_graph(roots=None):

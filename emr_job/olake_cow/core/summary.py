@@ -20,6 +20,7 @@ class TableStatus(str, Enum):
     SKIPPED = "skipped"  # not an OLake table (no _olake_id): left alone, with a note
     FAILED = "failed"
     VERIFY_FAILED = "verify_failed"  # --verify found differences
+    HANDED_OVER = "handed_over"  # --engine python --hand-over: left to the Spark engine (the express lane's EMR run)
 
 
 class RunStatus(str, Enum):
@@ -28,7 +29,7 @@ class RunStatus(str, Enum):
 
 
 OK_STATUSES = (TableStatus.MERGED, TableStatus.UP_TO_DATE, TableStatus.DRY_RUN, TableStatus.MAINTAINED,
-               TableStatus.SKIPPED)
+               TableStatus.SKIPPED, TableStatus.HANDED_OVER)
 
 
 @dataclass

@@ -1,50 +1,21 @@
 """The pyiceberg catalog of a destination, and whether the Python engine serves it."""
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 from urllib.parse import parse_qsl, urlsplit
 
 from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
+from ..core.engines import engine_refusal
 from ..core.errors import ConfigError
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
 
 
-SERVED = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
 # catalog_properties' REST settings pyiceberg's RestCatalog takes under the same names, and the
 # SigV4 signing keys under its own.
 _REST_KEYS = ("uri", "warehouse", "credential", "token", "oauth2-server-uri", "scope", "rest.sigv4-enabled",
               "rest.signing-name", "rest.signing-region")
 _REST_SIGNING = {"rest.access-key-id": "client.access-key-id", "rest.secret-access-key": "client.secret-access-key",
                  "rest.session-token": "client.session-token"}
-
-
-def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
-    """Why the Python engine cannot run against this destination (None: it can)."""
-    if cfg.catalog_type not in SERVED:
-        return (f"the python engine serves glue, jdbc and rest catalogs; catalog {cfg.catalog_name!r} is "
-                f"{cfg.catalog_type}: run it with --engine spark (or auto)")
-    if cfg.catalog_type != CatalogType.JDBC:
-        return None
-    url = str(cfg.get("jdbc_url") or "")
-    kind = _jdbc_kind(url)
-    if kind != "postgresql":
-        return (f"the python engine reads jdbc catalogs on PostgreSQL; {cfg.catalog_name!r} is on "
-                f"{kind or 'an unknown database'}: run it with --engine spark (or auto)")
-    unknown = sorted(set(dict(parse_qsl(urlsplit(url[len("jdbc:"):]).query))) - set(_JDBC_PARAMS))
-    if unknown:
-        # Another meaning in libpq, or none (currentSchema would point it at other tables): refused.
-        return (f"the python engine does not translate the JDBC URL parameter {unknown[0]!r} of catalog "
-                f"{cfg.catalog_name!r} to PostgreSQL's client: run it with --engine spark (or auto)")
-    return None
-
-
-# JDBC URL parameters the python engine passes on: to libpq's name and value.
-_JDBC_PARAMS = {"user": None, "password": None, "sslmode": None, "ssl": None, "ApplicationName": None}
-
-
-def _jdbc_kind(url: str) -> str:
-    parts = url.split(":")
-    return parts[1].lower() if len(parts) > 2 and parts[0].lower() == "jdbc" else ""
 
 
 def sqlalchemy_url(cfg: DestinationConfig) -> str:

@@ -10,15 +10,15 @@ from ..core.budget import Budget, over_budget
 from ..core.changesource import for_mode
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.config import DestinationConfig
+from ..core.engines import FIRST_BUILD, python_refusal
 from ..core.errors import ForeignMirrorError, HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import ownership, source_problem
 from ..core.mirror_props import kept_properties
-from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
+from ..core.modes import Engine, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
-from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
-from ..core.readonly import other_truncates
+from ..core.planner import describe_table, plan_table
 from ..core.snapshots import MISSING, TableState, state_from_metadata
 from ..core.summary import TableResult, TableStatus
 from .merge import merge_cow
@@ -97,22 +97,14 @@ class PythonTableRun:
         mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
         fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror, self.result.mirror)
         self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
-        if mode != SourceMode.READONLY:
-            raise HandOver("truncate mode commits to OLake's table: the Spark engine runs it")
-        if fmt != MirrorFormat.COW or upgrade:
-            raise HandOver("no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark")
-        if other_truncates(source, mirror):
-            raise HandOver("another job truncates this source: the Spark engine notes what the mirror keeps")
-        reason = repair_reason(source, mirror, self.opts.ask) or rebuild_reason(source, mirror, self.opts.ask)
-        if reason:
-            raise HandOver(f"the mirror is rebuilt ({reason}): the Spark engine rebuilds mirrors")
+        refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
+        if refusal and not (self.opts.dry_run and refusal == FIRST_BUILD):  # a dry run describes a first build
+            raise HandOver(refusal)
         self._loop(src, source, mir, mirror)
 
     def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
         """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
-        mirror someone changed was handed over before the loop (repair_reason)."""
-        if not mirror.exists or mirror.current_id is None:
-            raise HandOver("a first build reads the whole source: the Spark engine builds mirrors")
+        mirror someone changed, or none yet, was handed over before the loop (python_refusal)."""
         if _columns(src) != _columns(mir) or _spec(src) != _spec(mir):
             raise HandOver("the source's schema or partition spec changed: the Spark engine evolves the mirror")
         over = over_budget(source, mirror, self.budget)

@@ -1,0 +1,76 @@
+"""Which engine serves a table, from the destination and the tables' metadata alone. Pure: the
+job's python engine (python_engine/table_run.py) and the trigger's express lane (routing a table
+to the merge function or to EMR) ask the same questions, so they cannot disagree."""
+from typing import Optional
+from urllib.parse import parse_qsl, urlsplit
+
+from .budget import Budget, over_budget
+from .config import CatalogType, DestinationConfig
+from .errors import MirrorFormatError, SourceModeError
+from .modes import MirrorFormat, SourceMode, resolve_format, resolve_mode
+from .planner import TableAsk, rebuild_reason, repair_reason
+from .readonly import other_truncates
+from .snapshots import TableState
+
+# The catalogs the python engine opens (pyiceberg): Hive and the file-system catalog stay on Spark.
+PYTHON_CATALOGS = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
+# JDBC URL parameters the python engine passes on to PostgreSQL's client (python_engine/catalog.py).
+JDBC_PARAMS = ("user", "password", "sslmode", "ssl", "ApplicationName")
+FIRST_BUILD = "a first build reads the whole source: the Spark engine builds mirrors"
+
+
+def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
+    """Why the Python engine cannot run against this destination (None: it can)."""
+    if cfg.catalog_type not in PYTHON_CATALOGS:
+        return (f"the python engine serves glue, jdbc and rest catalogs; catalog {cfg.catalog_name!r} is "
+                f"{cfg.catalog_type}: run it with --engine spark (or auto)")
+    if cfg.catalog_type != CatalogType.JDBC:
+        return None
+    url = str(cfg.get("jdbc_url") or "")
+    kind = jdbc_kind(url)
+    if kind != "postgresql":
+        return (f"the python engine reads jdbc catalogs on PostgreSQL; {cfg.catalog_name!r} is on "
+                f"{kind or 'an unknown database'}: run it with --engine spark (or auto)")
+    unknown = sorted(set(dict(parse_qsl(urlsplit(url[len("jdbc:"):]).query))) - set(JDBC_PARAMS))
+    if unknown:
+        # Another meaning in libpq, or none (currentSchema would point it at other tables): refused.
+        return (f"the python engine does not translate the JDBC URL parameter {unknown[0]!r} of catalog "
+                f"{cfg.catalog_name!r} to PostgreSQL's client: run it with --engine spark (or auto)")
+    return None
+
+
+def jdbc_kind(url: str) -> str:
+    """The database of a JDBC URL (`jdbc:postgresql://...` -> "postgresql"; "" when not a JDBC URL)."""
+    parts = url.split(":")
+    return parts[1].lower() if len(parts) > 2 and parts[0].lower() == "jdbc" else ""
+
+
+def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt: MirrorFormat, upgrade: bool,
+                   ask: TableAsk) -> Optional[str]:
+    """Why this table's run is the Spark engine's whatever its size (None: the python engine may
+    run it). `mode` and `fmt` as resolve_mode and resolve_format give them."""
+    if mode != SourceMode.READONLY:
+        return "truncate mode commits to OLake's table: the Spark engine runs it"
+    if fmt != MirrorFormat.COW or upgrade:
+        return "no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark"
+    if other_truncates(source, mirror):
+        return "another job truncates this source: the Spark engine notes what the mirror keeps"
+    reason = repair_reason(source, mirror, ask) or rebuild_reason(source, mirror, ask)
+    if reason:
+        return f"the mirror is rebuilt ({reason}): the Spark engine rebuilds mirrors"
+    if not mirror.exists or mirror.current_id is None:
+        return FIRST_BUILD
+    return None
+
+
+def lane_refusal(source: TableState, mirror: TableState, requested_mode: Optional[SourceMode],
+                 requested_format: Optional[MirrorFormat], ask: TableAsk, budget: Budget) -> Optional[str]:
+    """Why a table's pending merge goes to the Spark engine (None: the python engine's budget
+    holds it), from metadata as the trigger reads it. The python engine checks the same again and
+    hands over what metadata cannot show (a schema or partition change)."""
+    try:
+        mode = resolve_mode(source, mirror, requested_mode)
+        fmt, upgrade = resolve_format(mirror, requested_format)
+    except (SourceModeError, MirrorFormatError) as exc:
+        return f"the run reports a conflict: {exc}"
+    return python_refusal(source, mirror, mode, fmt, upgrade, ask) or over_budget(source, mirror, budget)

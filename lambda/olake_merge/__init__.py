@@ -1,0 +1,1 @@
+"""The express lane's merge function (README, "Express lane")."""
