@@ -27,7 +27,7 @@ export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
 .PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy try-local demo test \
 	test-fast test-spark4 stack-parity \
-	lint typecheck bench bench-engines bench-warm soak clean
+	lint typecheck bench bench-engines bench-lane bench-warm soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -147,6 +147,9 @@ bench: $(STAMP) $(JARS) java ## cold benchmark, a process per run as on EMR (BEN
 bench-engines: $(STAMP) $(JARS) java ## a small sync on the python and the Spark engine, whole processes (BENCH_ARGS="--quick"); docs/bench-engines.json
 	bash tools/system-deps.sh  # PostgreSQL for the jdbc catalog
 	$(BIN)/python bench/engines.py $(BENCH_ARGS)
+
+bench-lane: $(STAMP) $(JARS) java ## the express lane's freshness: commit event -> mirror commit, cold processes (BENCH_ARGS="--quick"); docs/bench-lane.json
+	$(BIN)/python -m bench.lane $(BENCH_ARGS)
 
 bench-warm: $(STAMP) $(JARS) java ## the same systems in one warm Spark session (BENCH_ARGS="--quick"); docs/bench.json
 	$(BIN)/python bench/warm.py $(BENCH_ARGS)

@@ -98,6 +98,9 @@ def resources_of(action: str, p: Mapping[str, Any], region: str, account: str) -
         return (f"{app}/jobruns/{p['jobRunId']}",) if "jobRunId" in p else (app,)
     if service == "scheduler":
         return (f"arn:aws:scheduler:{region}:{account}:schedule/{p.get('GroupName') or 'default'}/{p['Name']}",)
+    if service == "lambda":
+        fn = str(p["FunctionName"])
+        return (fn if fn.startswith("arn:") else f"arn:aws:lambda:{region}:{account}:function:{fn}",)
     if service == "cloudwatch" and op == "PutMetricData":
         return ("*",)
     raise KeyError(f"no resource mapping for {action}: add it to testkit/iam.py")

@@ -51,6 +51,37 @@ def quietly(call, *args, **kwargs):
     return result, names
 
 
+def express_lane(moto: MotoStacks, stack: str) -> None:
+    """A small sync of sales.orders goes to the stack's merge function; what the function hands back
+    goes to one EMR run. The function itself runs on real tables in tests/spark/test_express_lane.py:
+    here its end is the destination record Lambda would send."""
+    step("make run-now STACK=... NAMESPACE=sales RUN_ARGS='--tables orders' (a small sync: the express lane)")
+    merge_fn = moto.outputs(stack)["MergeFunctionName"]
+    with iam.api_calls() as seen:
+        lane, _ = quietly(moto.invoke, stack, {"namespace": "sales", "tables": ["orders"]})
+    sent = [json.loads(p["Payload"]) for action, p, _ in seen if action == "lambda:InvokeFunction"]
+    check(lane["status"] == "started" and lane.get("engine") == "lambda" and len(sent) == 1,
+          f"routed to the merge function {merge_fn} ({lane.get('routing')}); no EMR run; the lease is its",
+          json.dumps(lane))
+    config = moto.client("lambda").get_function_event_invoke_config(FunctionName=merge_fn)
+    ends = {k: v["Destination"].rsplit(":", 1)[-1] for k, v in config["DestinationConfig"].items()}
+    check(set(ends.values()) == {f"{stack}-trigger"}, f"its asynchronous invocation retries "
+          f"{config['MaximumRetryAttempts']} time(s) and reports to the trigger: {ends}")
+    end_record = {"requestContext": {"condition": "Success", "approximateInvokeCount": 1},
+                  "requestPayload": sent[0], "responsePayload": {"status": "succeeded", "unfinished": ["orders"]}}
+    end, _ = quietly(moto.invoke, stack, end_record)
+    emr = end.get("follow_up") or {}
+    check(end["status"] == "finished" and emr.get("engine") == "emr" and emr.get("tables") == ["orders"],
+          f"its end handing orders back (as for a new column) releases the namespace and starts one EMR run "
+          f"{emr.get('job_run_id')} for orders", json.dumps(end))
+    app = moto.outputs(stack)["ApplicationId"]
+    run = moto.client("emr-serverless").get_job_run(applicationId=app, jobRunId=emr["job_run_id"])["jobRun"]
+    moto.finish_run(stack, run)
+    quietly(moto.invoke, stack, {"source": "aws.emr-serverless", "id": f"try-local-{run['jobRunId']}",
+                                 "detail-type": "EMR Serverless Job Run State Change",
+                                 "detail": {"applicationId": app, "jobRunId": run["jobRunId"], "state": "SUCCESS"}})
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="try_local", description=__doc__.split("\n\n")[0])
     p.add_argument("--stack", default="olake-cow-local", help="the stack's name (default olake-cow-local)")
@@ -69,6 +100,10 @@ def main(argv=None) -> int:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     url = f"http://127.0.0.1:{port}"
+    import urllib.request  # the merge function is invoked, never run by moto (no Docker here)
+
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/config", method="POST", data=json.dumps(
+        {"lambda": {"use_docker": False}}).encode()), timeout=30).close()
     moto = MotoStacks(url, REGION)
     started = time.time()
     try:
@@ -116,6 +151,7 @@ def main(argv=None) -> int:
               f"run {run.get('job_run_id')} started for {run.get('tables')}; published {', '.join(metrics)}")
         refused, _ = quietly(moto.invoke, args.stack, {"namespace": "sales", "tables": ["ghost"]})
         check(refused["status"] == "refused", f"a table Glue lacks is refused, no run billed: {refused['reason']}")
+        express_lane(moto, args.stack)
         metadata = sorted(k for k in olake if k.startswith("warehouse/sales/orders/metadata/")
                           and k.endswith(".metadata.json"))[-1]
         commit = {"source": "aws.s3", "detail-type": "Object Created", "id": "try-local-commit",
