@@ -24,6 +24,7 @@ from .core.config import (
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code
 from .core.failure import error_text
 from .core.filesize import MAX_FILE_SIZE_MB
+from .core.formats import FORMATS
 from .core.identifiers import (
     MIRROR_NAMESPACE_SUFFIX,
     MIRROR_SUFFIX,
@@ -33,7 +34,7 @@ from .core.identifiers import (
 )
 from .core.identity import comparable_location
 from .core.maintenance import MaintenanceOptions
-from .core.modes import DeleteMode, Engine, MirrorFormat, SourceMode, parse_format, parse_mode
+from .core.modes import DeleteMode, Engine, SourceMode, parse_format, parse_mode
 from .core.options import JobOptions
 from .core.summary import TableResult, TableStatus, new_run_id, render
 from .core.uris import split_s3
@@ -331,16 +332,16 @@ class RunSettings:
     hand_over: bool = False  # --hand-over
 
 
-def _namespaces(args: argparse.Namespace, kind: str) -> Tuple[str, str]:
+def _namespaces(args: argparse.Namespace, catalog_type: CatalogType) -> Tuple[str, str]:
     """(source namespace, mirror namespace), checked."""
-    src = check_for_catalog(kind, "source namespace", validate_name("source namespace", args.source_namespace))
+    src = check_for_catalog(catalog_type, "source namespace", validate_name("source namespace", args.source_namespace))
     if args.cow_namespace is None:  # given a mirror namespace of its own, a source may end with _cow
         check_source_namespace(src)  # (a table there that is a mirror is refused: identity.source_problem)
     if args.cow_namespace is not None and not args.cow_namespace.strip():
         raise ConfigError("--cow-namespace is empty: omit it for the default <source>_cow, or name the mirror "
                           "namespace")
     cow = args.cow_namespace or src + MIRROR_NAMESPACE_SUFFIX
-    cow = check_for_catalog(kind, "cow namespace", validate_name("cow namespace", cow))
+    cow = check_for_catalog(catalog_type, "cow namespace", validate_name("cow namespace", cow))
     if cow == src:
         raise ConfigError("--cow-namespace must differ from --source-namespace")
     return src, cow
@@ -367,14 +368,14 @@ def _base_location(given: Optional[str], cfg: DestinationConfig, cow: str) -> Op
     return base
 
 
-def _tables(text: Optional[str], kind: str) -> Optional[List[str]]:
+def _tables(text: Optional[str], catalog_type: CatalogType) -> Optional[List[str]]:
     if text is None:
         return None
     tables = [t.strip() for t in text.split(",") if t.strip()]
     if not tables:
         raise ConfigError("--tables is empty")
     for t in tables:
-        check_for_catalog(kind, "table", validate_name("table", t), MIRROR_SUFFIX)
+        check_for_catalog(catalog_type, "table", validate_name("table", t), MIRROR_SUFFIX)
     twice = sorted({t for t in tables if tables.count(t) > 1})
     if twice:
         raise ConfigError(f"--tables names {', '.join(repr(t) for t in twice)} more than once")
@@ -389,8 +390,9 @@ def _check_ranges(args: argparse.Namespace) -> None:
         # break every later run of the mirror, with or without this flag.
         raise ConfigError(f"--target-file-size-mb must be from 1 to {MAX_FILE_SIZE_MB} (MB), got "
                           f"{args.target_file_size_mb}")
-    if args.upgrade_mirror and args.mirror_format != "dv":
-        raise ConfigError("--upgrade-mirror needs --mirror-format dv")
+    upgrades = sorted(r.upgrades_to.value for r in FORMATS.values() if r.upgrades_to)
+    if args.upgrade_mirror and args.mirror_format not in upgrades:
+        raise ConfigError(f"--upgrade-mirror needs --mirror-format {' or '.join(upgrades)}")
 
 
 # Spark masters a local run can start (EMR Serverless sets its own): a bogus one is a Java stack trace.
@@ -437,9 +439,10 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
                                      args.rewrite_manifests, args.compact_files, args.remove_orphans_older_than,
                                      args.orphans_dry_run, args.maintenance_only, args.fold_deletes,
                                      args.fold_ratio).validate()
-    if args.fold_deletes and args.mirror_format == "cow":
+    asked = parse_format(args.mirror_format)
+    if args.fold_deletes and asked is not None and not FORMATS[asked].folds_deletes:
         raise ConfigError("--fold-deletes folds deletion vectors, which only dv mirrors have: with --mirror-format "
-                          "cow it would do nothing (use --compact-files)")
+                          f"{asked.value} it would do nothing (use --compact-files)")
     job = JobOptions(src, cow, base, DeleteMode(args.delete_mode), args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
@@ -460,8 +463,10 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig, job: JobOptio
         return
     from .core.engines import engine_refusal
 
+    fmt = job.mirror_format
     asked = [flag for flag, on in (("--source-mode truncate", job.source_mode == SourceMode.TRUNCATE),
-                                    ("--mirror-format dv", job.mirror_format == MirrorFormat.DV),
+                                    (f"--mirror-format {fmt and fmt.value}",
+                                     fmt is not None and not FORMATS[fmt].python_engine),
                                     ("--verify", job.verify),
                                     ("maintenance", job.maintenance.requested or job.maintenance.only)) if on]
     why = engine_refusal(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote_plus
 
+from olake_cow.core.config import CatalogType
 from olake_cow.core.errors import OlakeCowError
 from olake_cow.core.identifiers import MIRROR_SUFFIX, check_for_catalog, validate_name
 from olake_cow.core.job_request import FINAL_STATES
@@ -115,7 +116,7 @@ Event = Union[Commit, Ignored, Refused, RunRequest, JobStateChange, LaneEnd]
 
 
 def classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str,
-             catalog_type: Optional[str] = None) -> Event:
+             catalog_type: Optional[CatalogType] = None) -> Event:
     """`catalog_type`: the destination's, whose name rules a commit's table must meet (None: no check)."""
     ev = _classify(event, settings, warehouse, request_id, catalog_type)
     if isinstance(ev, RunRequest) and ev.trigger == "schedule" and settings.source_expiry_hours is not None:
@@ -126,7 +127,7 @@ def classify(event: Any, settings: Settings, warehouse: Optional[str], request_i
 
 
 def _classify(event: Any, settings: Settings, warehouse: Optional[str], request_id: str,
-              catalog_type: Optional[str]) -> Event:
+              catalog_type: Optional[CatalogType]) -> Event:
     """`warehouse`: where table folders live (the config's warehouse), for mapping S3 keys."""
     if not isinstance(event, Mapping):
         raise EventError(f"the event must be a JSON object, got {type(event).__name__}")
@@ -179,7 +180,7 @@ def _invocation(event: Mapping[str, Any], request_id: str) -> Event:
 
 
 def _commit(event: Mapping[str, Any], settings: Settings, warehouse: Optional[str],
-            catalog_type: Optional[str]) -> Event:
+            catalog_type: Optional[CatalogType]) -> Event:
     detail = _mapping(event.get("detail"), "detail")
     bucket = _text(_mapping(detail.get("bucket"), "detail.bucket"), "name")
     # S3 sends keys form-encoded (a space as '+', a '+' as '%2B', UTF-8 as %XX).
@@ -286,7 +287,7 @@ def _maintenance(payload: Mapping[str, Any]) -> MaintenanceOptions:
         return options_from_payload(value)
 
 
-def check_request(ev: RunRequest, settings: Settings, catalog_type: str) -> None:
+def check_request(ev: RunRequest, settings: Settings, catalog_type: CatalogType) -> None:
     """EventError for a request no run could carry out, found before a run is started and billed: a
     namespace the stack does not mirror (or a mirror namespace), a name the catalog cannot hold, a
     source mode other than the stack's (the job role's access to OLake's tables follows it)."""

@@ -13,10 +13,11 @@ from olake_cow.core.budget import Budget
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.engines import lane_refusal
 from olake_cow.core.errors import SourceModeError
+from olake_cow.core.formats import FORMATS
 from olake_cow.core.identifiers import MIRROR_SUFFIX
 from olake_cow.core.identity import ownership, source_problem
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
-from olake_cow.core.modes import MirrorFormat, SourceMode, built_format, resolve_mode
+from olake_cow.core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import TableState, state_from_metadata
 
@@ -60,7 +61,7 @@ class Freshness:
             due: List[str] = []
             if maintenance.requested and source.exists:
                 due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
-                                      now_ms, built_format(mirror) == MirrorFormat.DV)
+                                      now_ms, FORMATS[built_format(mirror) or DEFAULT_MIRROR_FORMAT].folds_deletes)
             work = planner.has_work(step)
             lane = lane_refusal(source, mirror, self.source_mode, self.mirror_format, self.ask, self.budget) \
                 if work else None

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Optional
 
 from olake_cow.core.config import DestinationConfig
 from olake_cow.core.engines import engine_refusal
+from olake_cow.core.formats import FORMATS
 from olake_cow.core.lane import LaneRequest
-from olake_cow.core.modes import MirrorFormat, SourceMode
+from olake_cow.core.modes import SourceMode
 
 from .jobs import RunOptions
 from .settings import Settings
@@ -38,7 +39,7 @@ def lane_closed(s: Settings, cfg: DestinationConfig, opts: RunOptions, force: bo
         (force, "a forced run goes to EMR"),
         (opts.maintenance.requested or opts.maintenance.only, "maintenance runs on EMR"),
         (mode == SourceMode.TRUNCATE, "truncate mode runs on EMR"),
-        (fmt == MirrorFormat.DV, "dv mirrors run on EMR"),
+        (fmt is not None and not FORMATS[fmt].python_engine, f"{fmt and fmt.value} mirrors run on EMR"),
     )
     for on, why in reasons:
         if on:

@@ -156,6 +156,19 @@ def test_the_merge_function_reaches_no_spark_module_on_the_python_engine():
     assert "python_engine" in build and "/spark" not in build
 
 
+def test_no_format_is_compared_outside_its_rules():
+    """What a mirror format means lives in core/formats.py (FORMATS[fmt]); no other product module
+    compares formats (issue: the write strategy in the (mode, format) row)."""
+    compare = re.compile(r"(==|!=|\bis\b|\bin\b)\s*\(?\s*MirrorFormat\.|MirrorFormat\.\w+(\.value)?\s*(==|!=)|"
+                         r"\bfmt\s*(==|!=)|\bmirror_format\s*(==|!=)\s*[\"']|\bcow: bool")
+    found = []
+    for rel in _tracked_python_files():
+        if rel.startswith(("emr_job/", "lambda/")) and not rel.endswith("core/formats.py"):
+            with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+                found += [f"{rel}:{n}: {line.strip()}" for n, line in enumerate(f, 1) if compare.search(line)]
+    assert found == []
+
+
 def _tracked_python_files():
     out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
     return [p for p in out.stdout.split() if not p.startswith(".aws-sam/")]

@@ -1,6 +1,8 @@
 """How a change set is written into the mirror (core/pruning.py choose_write), on literal inputs."""
 import pytest
 
+from olake_cow.core.formats import FORMATS
+from olake_cow.core.modes import MirrorFormat
 from olake_cow.core.pruning import (
     KEYS_LISTED,
     KEYS_PER_FILE_TO_COUNT,
@@ -42,4 +44,6 @@ def shape(files=4, touched=None, everything=True, size=SMALL_MIRROR_BYTES // 2, 
     ((shape(intervals=()), False, False, 10), KeyMerge(listed=False)),
 ])
 def test_each_change_set_gets_the_write_its_shape_calls_for(args, choice):
-    assert choose_write(*args) == choice
+    """The second argument of each row: True a cow mirror's rules, False a dv mirror's."""
+    rules = FORMATS[MirrorFormat.COW if args[1] else MirrorFormat.DV]
+    assert choose_write(args[0], rules, *args[2:]) == choice

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import List
 
 from .errors import AuditError
+from .formats import FORMATS
 from .modes import MirrorFormat
 from .snapshots import Snapshot, Summary
 
@@ -42,34 +43,25 @@ def live_rows(snap: Snapshot) -> int:
 
 def replaced_rows(staged: Snapshot, counts: ChangeCounts, fmt: MirrorFormat) -> int:
     """Mirror rows the staged merge replaced or removed (matched rows), from its commit."""
-    if fmt == MirrorFormat.DV:
-        # A data file's new deletion vector carries its old positions too, and replaces the old one.
-        return staged.summary_int(Summary.ADDED_POS_DELETES) - staged.summary_int(Summary.REMOVED_POS_DELETES)
-    return staged.summary_int(Summary.DELETED_RECORDS) - staged.summary_int(Summary.ADDED_RECORDS) + counts.upserts
+    return FORMATS[fmt].replaced_rows(staged, counts.upserts)
 
 
 def forbidden_deletes(snap: Snapshot, fmt: MirrorFormat) -> List[str]:
     """The delete files a mirror of format `fmt` must not hold, as 'key=value' findings."""
-    if fmt == MirrorFormat.COW:
-        keys = (Summary.TOTAL_DELETE_FILES, Summary.TOTAL_EQ_DELETES, Summary.TOTAL_POS_DELETES)
-    else:
-        keys = (Summary.TOTAL_EQ_DELETES, Summary.ADDED_EQ_DELETE_FILES, Summary.ADDED_POS_DELETE_FILES)
-    return [f"{key}={snap.summary.get(key)}" for key in keys if snap.summary_int(key) != 0]
+    return list(FORMATS[fmt].forbidden_deletes(snap))
 
 
 def audit_problems(staged: Snapshot, parent_rows: int, counts: ChangeCounts, rebuild: bool,
                    fmt: MirrorFormat = MirrorFormat.COW) -> List[str]:
-    problems = forbidden_deletes(staged, fmt)
+    rules = FORMATS[fmt]
+    problems = list(rules.forbidden_deletes(staged))
     rows, added = live_rows(staged), staged.summary_int(Summary.ADDED_RECORDS)
     if rebuild:
         if rows != added:
             problems.append(f"rows={rows} (total-records minus deleted positions), expected the {added} written")
         return problems
-    matched = replaced_rows(staged, counts, fmt)
-    if fmt == MirrorFormat.DV and added != counts.upserts:
-        problems.append(f"added-records={added}, expected the change set's {counts.upserts} upserts")
-    if fmt == MirrorFormat.COW and added < counts.upserts:
-        problems.append(f"added-records={added}, fewer than the change set's {counts.upserts} upserts")
+    matched = rules.replaced_rows(staged, counts.upserts)
+    problems += [p for p in (rules.added_rows_problem(added, counts.upserts),) if p]
     if not 0 <= matched <= counts.upserts + counts.deletes:
         problems.append(f"{matched} mirror rows replaced or removed, but the change set has {counts.upserts} "
                         f"upserts and {counts.deletes} deletes")

@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .budget import Budget, over_budget
 from .config import CatalogType, DestinationConfig
 from .errors import MirrorFormatError, SourceModeError
+from .formats import FORMATS
 from .modes import MirrorFormat, SourceMode, resolve_format, resolve_mode
 from .planner import TableAsk, rebuild_reason, repair_reason
 from .readonly import other_truncates
@@ -51,7 +52,7 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
     run it). `mode` and `fmt` as resolve_mode and resolve_format give them."""
     if mode != SourceMode.READONLY:
         return "truncate mode commits to OLake's table: the Spark engine runs it"
-    if fmt != MirrorFormat.COW or upgrade:
+    if not FORMATS[fmt].python_engine or upgrade:
         return "no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark"
     if other_truncates(source, mirror):
         return "another job truncates this source: the Spark engine notes what the mirror keeps"

@@ -1,6 +1,7 @@
 """Quoting and validation of catalog, namespace and table names."""
 import re
 import unicodedata
+from typing import Dict, Optional, Tuple
 
 from .config import CatalogType
 from .errors import InvalidNameError
@@ -51,13 +52,14 @@ def sql_string(value: str) -> str:
 # minutes it takes to find out). Glue: Iceberg's GlueCatalog (IcebergToGlueConverter) accepts
 # lowercase letters, digits and underscores, up to 252 characters for a database and 255 for a
 # table; a Hive metastore keeps identifiers of up to 128 such characters. OLake writes lowercase names.
-_CATALOG_RULES = {"glue": ("Glue", 252, 255), "hive": ("a Hive metastore", 128, 128)}
+_CATALOG_RULES: Dict[CatalogType, Tuple[str, int, int]] = {CatalogType.GLUE: ("Glue", 252, 255),
+                                                            CatalogType.HIVE: ("a Hive metastore", 128, 128)}
 _LOWER_NAME = re.compile(r"^[a-z0-9_]+$")
 MIRROR_SUFFIX = "_cow"  # a mirror table is named <table>_cow
 MIRROR_NAMESPACE_SUFFIX = "_cow"  # the default mirror namespace is <namespace>_cow
 
 
-def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "") -> str:
+def check_for_catalog(catalog_type: Optional[CatalogType], kind: str, name: str, suffix: str = "") -> str:
     """InvalidNameError when the catalog cannot hold `name` (or `name + suffix`, the mirror's name):
     `kind` is "namespace" or "table"."""
     if catalog_type == CatalogType.REST and kind.endswith("namespace") and "." in name:
@@ -67,7 +69,7 @@ def check_for_catalog(catalog_type: str, kind: str, name: str, suffix: str = "")
         raise InvalidNameError(f"{kind} name {name!r} is nested ('.' separates levels in a REST catalog): olake-cow "
                                "mirrors one-level namespaces, as OLake writes them (<database> or "
                                "<database>_<schema>); name that namespace")
-    rule = _CATALOG_RULES.get(catalog_type)
+    rule = _CATALOG_RULES.get(catalog_type) if catalog_type is not None else None
     if rule is None:
         return name
     who, ns_max, table_max = rule

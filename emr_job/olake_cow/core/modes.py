@@ -16,6 +16,7 @@ from typing import Optional, Tuple
 
 from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, find_checkpoint
 from .errors import ConfigError, MirrorFormatError, SourceModeError
+from .formats import FORMATS, MirrorFormat
 from .snapshots import TableState, ancestors
 
 
@@ -75,13 +76,6 @@ def parse_mode(value: Optional[str], what: str = "--source-mode") -> Optional[So
         raise SourceModeError(f"{what} must be readonly or truncate, got {value!r}") from None
 
 
-class MirrorFormat(str, Enum):
-    """How the mirror holds updates and deletes (`--mirror-format`)."""
-
-    COW = "cow"  # copy-on-write, format version 2: no delete files; every engine reads it
-    DV = "dv"  # merge-on-read, format version 3: deletion vectors; a merge's cost follows its changes
-
-
 DEFAULT_MIRROR_FORMAT = MirrorFormat.COW
 
 
@@ -90,7 +84,7 @@ def built_format(mirror: TableState) -> Optional[MirrorFormat]:
     if not mirror.exists:
         return None
     recorded = mirror.properties.get(FORMAT_PROPERTY)
-    return MirrorFormat(recorded) if recorded in (MirrorFormat.COW.value, MirrorFormat.DV.value) else MirrorFormat.COW
+    return MirrorFormat(recorded) if recorded in {f.value for f in MirrorFormat} else MirrorFormat.COW
 
 
 def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrade: bool = False,
@@ -103,9 +97,9 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
         return requested or DEFAULT_MIRROR_FORMAT, False
     if requested is None or requested == built:
         return built, False
-    if built == MirrorFormat.COW:
+    if FORMATS[built].upgrades_to == requested:
         if upgrade:
-            return MirrorFormat.DV, True
+            return requested, True
         raise MirrorFormatError(
             f"{mirror_name} is a cow mirror (format version 2) and --mirror-format dv was asked. Add --upgrade-mirror "
             "to upgrade it in place to format version 3 with deletion vectors: this cannot be undone, and engines "

@@ -10,6 +10,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple, Union
 
+from .formats import FormatRules
 from .identifiers import quote
 
 Interval = Tuple[str, str]
@@ -255,15 +256,16 @@ class KeyMerge:
 WriteChoice = Union[Rebuild, WholeRewrite, KeyMerge]
 
 
-def choose_write(shape: Optional[MergeShape], cow: bool, partitioned: bool, keys: Optional[int],
+def choose_write(shape: Optional[MergeShape], rules: FormatRules, partitioned: bool, keys: Optional[int],
                  rebuild: bool = False, has_data: bool = True) -> WriteChoice:
-    """How one change set is written into the mirror (spark/merge.py has one writer per choice).
-    `keys`: how many changed keys are known (None: not counted); `has_data`: the mirror has a
-    current snapshot to merge into."""
+    """How one change set is written into a mirror of `rules`' format (spark/merge.py has one writer
+    per choice). `keys`: how many changed keys are known (None: not counted); `has_data`: the
+    mirror has a current snapshot to merge into."""
     if rebuild:
         return Rebuild()
     if shape is None or keys is None:
         return KeyMerge()
+    cow = rules.rewrites_files
     if cow and has_data:
         if rewrites_whole(shape, partitioned, keys, KEYS_LISTED):
             return WholeRewrite()

@@ -11,14 +11,8 @@ from ..core.errors import TableNotFoundError
 from ..core.identifiers import qualified, sql_string
 from ..core.snapshots import MISSING, TableState, state_from_metadata
 
-_WRITE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 JavaObject = Any  # a py4j proxy of an Iceberg Java object
 log = logging.getLogger("olake_cow")
-
-
-def write_mode_properties(merge_on_read: bool) -> Dict[str, str]:
-    mode = "merge-on-read" if merge_on_read else "copy-on-write"
-    return {key: mode for key in _WRITE_MODES}
 
 
 def _java_class_name(exc: BaseException) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List
 
 from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
+from ..core.formats import FORMATS
 from ..core.identifiers import qualified, quote, sql_string
 from ..core.maintenance import (
     HOUR_MS,
@@ -152,7 +153,7 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     if m.compact_files:
         worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
         done.append("compact_files")
-    if m.fold_deletes and fmt == MirrorFormat.DV:
+    if m.fold_deletes and FORMATS[fmt].folds_deletes:
         worker.fold(ns, name, m.ratio, out)
         done.append("fold_deletes")
     if m.rewrite_manifests:

@@ -83,7 +83,7 @@ class MirrorWriter:
         if isinstance(choice, WholeRewrite) and choice.if_every_file_touched and keys is not None and \
                 shape is not None and not self._touches_every_file(keys, shape, to.read_id):
             choice = KeyMerge()
-        write = write_for(choice, to, path.cow, shape, keys)
+        write = write_for(choice, to, path.format, shape, keys)
         with self._settings({"spark.wap.id": marker.wap_id, **write.settings()}):
             write.write(cs)
         after = self.catalog.state(self.ns, self.name)

@@ -3,15 +3,16 @@ sort order) before each merge. Spark/Iceberg adapter."""
 import logging
 from typing import Dict, Optional
 
-from ..core.checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
+from ..core.checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
+from ..core.formats import FORMATS
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
 from ..core.mirror_props import MANIFEST_MERGE, WAP_ENABLED, kept_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
-from .catalog import IcebergCatalog, write_mode_properties
+from .catalog import IcebergCatalog
 from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
@@ -20,10 +21,7 @@ log = logging.getLogger("olake_cow")
 def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
     """Table properties of a new mirror of format `fmt`: copy-on-write on format version 2 (no
     delete files, readable by every engine), or merge-on-read on format version 3 (deletion vectors)."""
-    props = {"format-version": "3" if fmt == MirrorFormat.DV else "2", WAP_ENABLED: "true",
-             FORMAT_PROPERTY: fmt.value, **MANIFEST_MERGE}
-    props.update(write_mode_properties(merge_on_read=fmt == MirrorFormat.DV))
-    return props
+    return {**FORMATS[fmt].table_properties(), WAP_ENABLED: "true", **MANIFEST_MERGE}
 
 
 class MirrorTable:
@@ -94,9 +92,7 @@ class MirrorTable:
 
     def upgrade_to_dv(self) -> None:
         """A cow mirror becomes format version 3 with merge-on-read modes (cannot be undone)."""
-        props = {"format-version": "3", FORMAT_PROPERTY: MirrorFormat.DV.value}
-        props.update(write_mode_properties(merge_on_read=True))
-        self.catalog.set_properties_sql(self.ns, self.name, props)
+        self.catalog.set_properties_sql(self.ns, self.name, FORMATS[MirrorFormat.DV].table_properties())
         log.info("[%s] upgraded mirror %s.%s to format version 3 (dv)", self.source, self.ns, self.name)
 
     def _keep_properties(self, mirror: TableState) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar
 
 from ..core.changesource import ChangeSource, ReadonlySource, ReadsSnapshots, TruncateSource
+from ..core.formats import FORMATS, FormatRules
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.pruning import MergeShape, WriteChoice, choose_write
 from ..core.snapshots import TableState
@@ -40,9 +41,14 @@ class TablePath(Generic[T]):
         return self.changes.mode
 
     @property
+    def format(self) -> FormatRules:
+        """The write half of the row: what the mirror's format means for a merge (core/formats.py)."""
+        return FORMATS[self.fmt]
+
+    @property
     def cow(self) -> bool:
         """Copy-on-write: a change rewrites the files it touches (else deletion vectors mark rows)."""
-        return self.fmt == MirrorFormat.COW
+        return self.format.rewrites_files
 
     def read(self, reader: T, step: Merge, source: TableState) -> ChangeSet:
         """The change set of a Merge step, through this path's reader."""
@@ -51,7 +57,7 @@ class TablePath(Generic[T]):
 
     def choose(self, shape: Optional[MergeShape], mirror: TableState, keys: Optional[List[str]],
                rebuild: bool) -> WriteChoice:
-        return choose_write(shape, self.cow, mirror.partitioned, None if keys is None else len(keys), rebuild,
+        return choose_write(shape, self.format, mirror.partitioned, None if keys is None else len(keys), rebuild,
                             mirror.current_id is not None)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..core.filesize import mirror_target_bytes
+from ..core.formats import FormatRules
 from ..core.identifiers import quote
 from ..core.pruning import KeyMerge, MergeShape, Rebuild, WholeRewrite, WriteChoice, cow_write
 from ..core.snapshots import TableState
@@ -118,11 +119,12 @@ class KeyMergeWrite:
     merge rewrites those files as core/pruning.py's cow_write says; a dv merge writes deletion
     vectors, filtering the mirror by the `listed` keys first when it has them."""
 
-    def __init__(self, to: Target, cow: bool, shape: Optional[MergeShape], listed: Optional[List[str]]) -> None:
+    def __init__(self, to: Target, rules: FormatRules, shape: Optional[MergeShape],
+                 listed: Optional[List[str]]) -> None:
         self.to, self.shape, self.listed = to, shape, listed
         self.conf: Dict[str, str] = {}
         self.partitions: Optional[int] = None  # the join's partitions, when the change set is hashed by key
-        if not cow:
+        if not rules.rewrites_files:  # deletion vectors: Spark's own MERGE plan
             return
         # A cow MERGE is a full outer join of the mirror's touched files with the change set: a hash
         # of the (small, cached) change set spares sorting the whole rewrite for the join. Spark
@@ -160,7 +162,7 @@ class KeyMergeWrite:
 Write = Union[RebuildWrite, WholeRewriteWrite, KeyMergeWrite]
 
 
-def write_for(choice: WriteChoice, to: Target, cow: bool, shape: Optional[MergeShape],
+def write_for(choice: WriteChoice, to: Target, rules: FormatRules, shape: Optional[MergeShape],
               keys: Optional[List[str]]) -> Write:
     """The Spark write for core/pruning.py's choice."""
     if isinstance(choice, Rebuild):
@@ -168,7 +170,7 @@ def write_for(choice: WriteChoice, to: Target, cow: bool, shape: Optional[MergeS
     if isinstance(choice, WholeRewrite):
         return WholeRewriteWrite(to, keys or [])
     assert isinstance(choice, KeyMerge)
-    return KeyMergeWrite(to, cow, shape, keys if choice.listed else None)
+    return KeyMergeWrite(to, rules, shape, keys if choice.listed else None)
 
 
 def view_of(session: Any, frame: DataFrame) -> DataFrame:
