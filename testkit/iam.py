@@ -180,3 +180,14 @@ def granted(call: Call, documents: Sequence[Any]) -> bool:
 def ungranted(calls: Sequence[Call], documents: Sequence[Any]) -> List[str]:
     """The calls the policies do not allow, each once."""
     return sorted({str(c) for c in calls if not granted(c, documents)})
+
+
+def role_actions(role: str) -> set:
+    """Every IAM action template.yaml's role `role` (logical id) grants, in either branch of a condition."""
+    from testkit.template import load_template, statements
+
+    found: set = set()
+    for name, st in statements(load_template()):
+        if name == role:
+            found.update(st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+    return found

@@ -25,3 +25,26 @@ def summary_of(lake: Any, *args: str, table: str = "t") -> Dict[str, Any]:
         summary = json.load(f)
     assert code == 0, summary
     return next(t for t in summary["tables"] if t["table"] == table)
+
+
+def first_build(lake: Any, delete_mode: str = "equality", partition_by: Sequence[str] = (), n: int = 60) -> None:
+    """OLake's first sync of t (v int, s string; keys 0..n-1), mirrored by a run with --engine auto,
+    which hands the first build to Spark (and says so)."""
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=partition_by,
+                             delete_mode=delete_mode)
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(n)])
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "spark" and "first build" in entry["engine_reason"], entry
+    lake.assert_mirror_matches("t", engines=["pyiceberg"])
+
+
+def olake_changes(lake: Any, base: int, delete_mode: str = "equality") -> None:
+    """Updates, inserts, tombstones, deletes by key (equality mode: Flink's shape) and a user's DELETE."""
+    pure = [str(base + 3)] if delete_mode == "equality" else []
+    tomb = [] if pure else [{"_olake_id": str(base + 3), "_op_type": "d"}]
+    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 1000 + base},
+                             {"_olake_id": str(base + 200), "_op_type": "c", "v": 7, "s": "new"},
+                             {"_olake_id": str(base + 2), "_op_type": "d"}, *tomb], pure_deletes=pure)
+    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 2000 + base},
+                             {"_olake_id": str(base + 4), "_op_type": "u", "v": -1, "s": None}])
+    lake.writer.delete_where("t", f"v = {base + 5}", lambda r: r.get("v") == base + 5)

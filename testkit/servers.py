@@ -399,3 +399,27 @@ def _twin_free_port(taken: "set[int]") -> int:
                 continue
         return port
     raise RuntimeError("no free port pair (p, p + 10000) on 127.0.0.1")
+
+
+def require_server(why: str) -> None:
+    """A server a test needs is missing (`why`): a failure in CI, where every server must be there,
+    a skip elsewhere."""
+    import pytest
+
+    if why and os.environ.get("CI"):
+        pytest.fail(f"REST servers are required in CI: {why}")
+    if why:
+        pytest.skip(why)
+
+
+def on_moto(kind: Any, warehouse: str, key: str, region: str) -> Any:
+    """A catalog server of `kind` whose files go to S3 on a moto server of its own (a generator for
+    a fixture: the server, then both stopped)."""
+    require_server(kind.available())
+    moto = MotoServer("lake", key, region).start()
+    try:
+        server = kind(moto.url, warehouse, key, region).start()
+        yield server
+        server.stop()
+    finally:
+        moto.stop()

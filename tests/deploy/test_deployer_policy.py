@@ -142,7 +142,7 @@ def test_the_deploy_scripts_calls_are_in_the_deployers_policy(deploy_calls, tmp_
 
 
 def test_the_deployers_policy_covers_the_templates_resources_and_nothing_else():
-    from tests.deploy.test_template import load_template
+    from testkit.template import load_template
 
     actions = policy_actions()
     types = {r["Type"] for r in load_template()["Resources"].values()}

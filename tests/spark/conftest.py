@@ -192,3 +192,34 @@ def make_lake(spark, destinations, tmp_root):
     return lambda destination, kind, mode="readonly", fmt="cow", io=None: Lake(spark, destination, tmp_root, kind,
                                                                               mode, fmt, io)
 
+
+
+# --- servers several modules use (each module its own: module scope) --------------------------
+@pytest.fixture(scope="module")
+def moto_s3_glue_server(spark):
+    """Glue and S3 on a moto server of this module's."""
+    from testkit.catalogs import KEY, REGION
+    from testkit.servers import MotoServer
+
+    server = MotoServer("lake", KEY, REGION).start()
+    # The Glue client takes its credentials from the default chain (Iceberg has no static-key
+    # property for it): Java system properties, read when the catalog first builds its client.
+    system = spark._jvm.java.lang.System
+    for prop, value in (("aws.accessKeyId", KEY), ("aws.secretAccessKey", KEY), ("aws.region", REGION)):
+        system.setProperty(prop, value)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def moto_s3_glue(moto_s3_glue_server):
+    return moto_s3_glue_server.url
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Iceberg's REST reference server, its files in S3 on a moto server, for this module."""
+    from testkit.catalogs import KEY, REGION
+    from testkit.servers import ReferenceServer, on_moto
+
+    yield from on_moto(ReferenceServer, "s3://lake/rest-warehouse", KEY, REGION)

@@ -8,45 +8,17 @@ import os
 
 import pytest
 from tests.spark.conftest import Lake
-from tests.spark.test_glue import glue_destination, glue_io, moto_s3_glue, moto_s3_glue_server  # noqa: F401
-from tests.spark.test_rest import reference, reference_destination, reference_io  # noqa: F401
 
 from olake_cow.spark.session import local_aws_jars
+from testkit.catalogs import glue_destination, glue_io, reference_destination, reference_io, renamed
+from testkit.lakes import first_build, olake_changes
 
 pytestmark = [pytest.mark.spark]
 ENGINES = ["spark", "python"]
 
 
-def _renamed(destination, catalog):
-    """The destination under a catalog name of this module's: test_glue.py and test_rest.py start
-    their own servers (on other ports) in the same JVM, whose catalogs must not meet these."""
-    destination["writer"]["catalog_name"] = catalog
-    return destination
-
-
 def _lake(spark, destinations, tmp_root, kind="jdbc"):
     return Lake(spark, destinations[kind], tmp_root, kind, "readonly", "cow")
-
-
-def _built(lake, delete_mode="equality", partition_by=(), n=60):
-    lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=partition_by,
-                             delete_mode=delete_mode)
-    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(n)])
-    code, entry = lake.run_summary("--engine", "auto")
-    assert code == 0 and entry["engine"] == "spark" and "first build" in entry["engine_reason"], entry
-    lake.assert_mirror_matches("t", engines=["pyiceberg"])
-
-
-def _changes(lake, base, delete_mode="equality"):
-    """Updates, inserts, tombstones, deletes by key (equality mode: Flink's shape) and a user's DELETE."""
-    pure = [str(base + 3)] if delete_mode == "equality" else []
-    tomb = [] if pure else [{"_olake_id": str(base + 3), "_op_type": "d"}]
-    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 1000 + base},
-                             {"_olake_id": str(base + 200), "_op_type": "c", "v": 7, "s": "new"},
-                             {"_olake_id": str(base + 2), "_op_type": "d"}, *tomb], pure_deletes=pure)
-    lake.writer.commit("t", [{"_olake_id": str(base + 1), "_op_type": "u", "v": 2000 + base},
-                             {"_olake_id": str(base + 4), "_op_type": "u", "v": -1, "s": None}])
-    lake.writer.delete_where("t", f"v = {base + 5}", lambda r: r.get("v") == base + 5)
 
 
 def _merged_by(lake, engine, *args, mode="keep"):
@@ -61,12 +33,12 @@ def _merged_by(lake, engine, *args, mode="keep"):
 @pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
 def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations, tmp_root, engine, delete_mode):
     lake = _lake(spark, destinations, tmp_root)
-    _built(lake, delete_mode)
-    _changes(lake, 10, delete_mode)
+    first_build(lake, delete_mode)
+    olake_changes(lake, 10, delete_mode)
     _merged_by(lake, engine)
     # another tool rewrites the source's files, then OLake commits again
     lake.writer.rewrite_files("t")
-    _changes(lake, 30, delete_mode)
+    olake_changes(lake, 30, delete_mode)
     entry = _merged_by(lake, engine)
     assert entry["files_rewritten"] >= 1  # copy-on-write: the files holding changed keys
     code, entry = lake.run_summary("--engine", engine)
@@ -76,21 +48,21 @@ def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations
 @pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed (make setup)")
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("delete_mode", ["equality", "dv"])
-def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):  # noqa: F811 - the fixture of test_glue.py
-    lake = make_lake(_renamed(glue_destination(moto_s3_glue), "gluepy"), "glue", "readonly", "cow",
+def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):
+    lake = make_lake(renamed(glue_destination(moto_s3_glue), "gluepy"), "glue", "readonly", "cow",
                      glue_io(moto_s3_glue))
-    _built(lake, delete_mode)
+    first_build(lake, delete_mode)
     for base in (10, 30):
-        _changes(lake, base, delete_mode)
+        olake_changes(lake, base, delete_mode)
         _merged_by(lake, engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_the_rest_reference_server_with_oauth2(make_lake, reference, engine):  # noqa: F811 - test_rest.py's
+def test_the_rest_reference_server_with_oauth2(make_lake, reference, engine):
     lake = make_lake(reference_destination(reference, "refpy"), "rest", "readonly", "cow", reference_io(reference))
-    _built(lake, "position")
+    first_build(lake, "position")
     for base in (10, 30):
-        _changes(lake, base, "position")
+        olake_changes(lake, base, "position")
         _merged_by(lake, engine)
 
 
@@ -101,23 +73,23 @@ def test_hard_delete_mode_and_a_bucketed_source(spark, destinations, tmp_root, e
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(80)])
     assert lake.run("--engine", "auto", "--delete-mode", "hard") == 0
     for base in (10, 40):
-        _changes(lake, base)
+        olake_changes(lake, base)
         _merged_by(lake, engine, mode="hard")
 
 
 def test_the_engines_take_over_each_others_mirror(spark, destinations, tmp_root):
     lake = _lake(spark, destinations, tmp_root)
-    _built(lake, "position")
+    first_build(lake, "position")
     for i, engine in enumerate(["python", "spark", "python", "python", "spark", "python"]):
-        _changes(lake, 10 * (i + 1), "position")
+        olake_changes(lake, 10 * (i + 1), "position")
         _merged_by(lake, engine)
 
 
 def test_a_merge_over_the_budget_goes_to_spark_with_auto_and_is_refused_with_python(spark, destinations,
                                                                                        tmp_root):
     lake = _lake(spark, destinations, tmp_root)
-    _built(lake)
-    _changes(lake, 10)
+    first_build(lake)
+    olake_changes(lake, 10)
     before = lake.mirror("t").current_id
     code, entry = lake.run_summary("--engine", "python", "--python-max-mb", "0")
     assert code == 2 and entry["status"] == "failed" and "budget" in entry["error"], entry
@@ -125,7 +97,7 @@ def test_a_merge_over_the_budget_goes_to_spark_with_auto_and_is_refused_with_pyt
     code, entry = lake.run_summary("--engine", "auto", "--python-max-mb", "0")
     assert code == 0 and entry["engine"] == "spark" and "budget" in entry["engine_reason"], entry
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
-    _changes(lake, 20)
+    olake_changes(lake, 20)
     code, entry = lake.run_summary("--engine", "auto")
     assert code == 0 and entry["engine"] == "python", entry
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
@@ -164,8 +136,8 @@ def test_what_the_python_engine_does_not_serve_is_one_line_before_anything_is_re
 
 def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_root):
     lake = _lake(spark, destinations, tmp_root)
-    _built(lake)
-    _changes(lake, 10)
+    first_build(lake)
+    olake_changes(lake, 10)
     code, entry = lake.run_summary("--engine", "auto", "--compact-files")
     assert code == 0 and entry["engine"] == "spark" and "maintenance" in entry["engine_reason"], entry
     assert entry["maintenance"] is not None, entry
@@ -176,8 +148,8 @@ def test_auto_over_a_whole_namespace_names_no_source_as_dropped(spark, destinati
     """The python engine merges one table, Spark builds a new one: the run names no mirror as left
     behind by a dropped source (every source is still there)."""
     lake = _lake(spark, destinations, tmp_root)
-    _built(lake)
-    _changes(lake, 10)
+    first_build(lake)
+    olake_changes(lake, 10)
     lake.writer.create_table("u", [("v", "int")])
     lake.writer.backfill("u", [{"_olake_id": "1", "v": 1}])
     code, entry = lake.run_summary("--engine", "auto")

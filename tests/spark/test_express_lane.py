@@ -9,25 +9,17 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from tests.spark.test_engines import _built, _changes, _renamed
-from tests.spark.test_glue import (  # noqa: F401
-    KEY,
-    REGION,
-    glue_destination,
-    glue_io,
-    job_role_calls,
-    moto_s3_glue,
-    moto_s3_glue_server,
-)
 
 from olake_cow.spark.session import local_aws_jars
+from testkit.catalogs import KEY, REGION, glue_destination, glue_io, recorded_calls, renamed
+from testkit.lakes import first_build, olake_changes
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]
 
 
 @pytest.fixture
-def lane(moto_s3_glue_server, make_lake, monkeypatch):  # noqa: F811 - test_glue.py's server
+def lane(moto_s3_glue_server, make_lake, monkeypatch):
     """(a readonly Glue lake, the trigger's account on the same moto server with the merge function)."""
     from testkit.aws import Account
 
@@ -35,7 +27,7 @@ def lane(moto_s3_glue_server, make_lake, monkeypatch):  # noqa: F811 - test_glue
     request = urllib.request.Request(f"{url}/moto-api/config", data=json.dumps(
         {"lambda": {"use_docker": False}}).encode(), method="POST")  # the function is invoked, never run there
     urllib.request.urlopen(request, timeout=30).close()
-    destination = _renamed(glue_destination(url), "gluelane")
+    destination = renamed(glue_destination(url), "gluelane")
     lake = make_lake(destination, "glue", "readonly", "cow", glue_io(url))
     for k, v in {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": KEY,
                  "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "POWERTOOLS_TRACE_DISABLED": "true",
@@ -67,8 +59,8 @@ def summary_at(account, uri):
 
 def test_a_small_sync_is_mirrored_by_the_merge_function_with_no_emr_run(lane):
     lake, account = lane
-    _built(lake)
-    _changes(lake, 10)
+    first_build(lake)
+    olake_changes(lake, 10)
     started = account.invoke({"namespace": lake.ns})
     assert started["status"] == "started" and started["engine"] == "lambda", started
     [payload] = account.lane_requests
@@ -86,7 +78,7 @@ def test_a_small_sync_is_mirrored_by_the_merge_function_with_no_emr_run(lane):
 
 def test_what_the_merge_function_cannot_do_goes_to_one_emr_run(lane):
     lake, account = lane
-    _built(lake)
+    first_build(lake)
     lake.writer.add_column("t", "extra", "string")
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 5, "s": "x", "extra": "e"}])
     started = account.invoke({"namespace": lake.ns})
@@ -127,18 +119,18 @@ def _built_truncate(lake):
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}])
 
 
-def test_every_call_of_the_merge_function_is_granted_by_its_role_and_one_grant_less_fails(lane, moto_s3_glue_server):  # noqa: F811
+def test_every_call_of_the_merge_function_is_granted_by_its_role_and_one_grant_less_fails(lane, moto_s3_glue_server):
     from testkit.iam import ungranted
     from testkit.moto_stack import template_role_policies
 
     lake, account = lane
-    _built(lake)
-    _changes(lake, 10)
+    first_build(lake)
+    olake_changes(lake, 10)
     account.invoke({"namespace": lake.ns})
     [payload] = account.lane_requests
     moto_s3_glue_server.start_recording()
     assert merge_function(payload)["unfinished"] == []
-    calls = job_role_calls(moto_s3_glue_server)
+    calls = recorded_calls(moto_s3_glue_server)
     actions = {c.action for c in calls}
     assert {"secretsmanager:GetSecretValue", "glue:GetTable", "glue:UpdateTable", "s3:GetObject",
             "s3:PutObject"} <= actions, actions

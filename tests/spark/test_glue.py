@@ -6,42 +6,10 @@ import pytest
 from tests.spark.catalog_scenarios import build_update_delete_verify, recreated_source
 
 from olake_cow.spark.session import local_aws_jars
-from testkit.servers import MotoServer
+from testkit.catalogs import glue_destination, glue_io, recorded_calls
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]
-REGION, KEY = "us-east-1", "testing"
-
-
-@pytest.fixture(scope="module")
-def moto_s3_glue_server(spark):
-    server = MotoServer("lake", KEY, REGION).start()
-    # The Glue client takes its credentials from the default chain (Iceberg has no static-key
-    # property for it): Java system properties, read when the catalog first builds its client.
-    system = spark._jvm.java.lang.System
-    for prop, value in (("aws.accessKeyId", KEY), ("aws.secretAccessKey", KEY), ("aws.region", REGION)):
-        system.setProperty(prop, value)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def moto_s3_glue(moto_s3_glue_server):
-    return moto_s3_glue_server.url
-
-
-def glue_destination(url):
-    return {"type": "ICEBERG", "writer": {
-        "catalog_type": "glue", "catalog_name": "gluecat", "iceberg_s3_path": "s3://lake/warehouse",
-        "aws_region": REGION, "glue_endpoint": url, "s3_endpoint": url,
-        "aws_access_key": KEY, "aws_secret_key": KEY}}
-
-
-def glue_io(url):
-    return {"s3.endpoint": url, "s3.access-key-id": KEY, "s3.secret-access-key": KEY, "s3.region": REGION,
-            "s3.path-style-access": "true"}
-
-
 @pytest.fixture(params=["cow", "dv"])
 def glue_lake(request, moto_s3_glue, make_lake):
     return make_lake(glue_destination(moto_s3_glue), "glue", "readonly", request.param, glue_io(moto_s3_glue))
@@ -57,19 +25,6 @@ def test_glue_and_s3_recreated_source_rebuilds_the_mirror(glue_lake):
     recreated_source(glue_lake)
 
 
-def job_role_calls(server):
-    """The job's recorded requests as IAM authorizes them: each on its ARNs, S3 lists with their prefix."""
-    from testkit.iam import Call, resources_of
-    from testkit.moto_stack import ACCOUNT
-
-    context = (("aws:RequestedRegion", REGION), ("aws:ResourceAccount", ACCOUNT))
-    calls = []
-    for action, params in server.recorded_requests():
-        extra = (("s3:prefix", params["prefix"]),) if action == "s3:ListBucket" else ()
-        calls.append(Call(action, resources_of(action, params, REGION, ACCOUNT), context + extra))
-    return calls
-
-
 @pytest.mark.parametrize("mode", ["readonly", "truncate"])
 def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_resources(moto_s3_glue, make_lake,
                                                                                        moto_s3_glue_server, mode):
@@ -78,9 +33,7 @@ def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_reso
     the template's JobRole, as CloudFormation makes it for this lake's stack, on the ARNs AWS checks
     (a readonly stack writes only under <prefix>/*_cow/*_cow/ and commits only mirror tables). The
     job's Python side: tests/trigger/test_iam_calls.py. OLake's own writes are not recorded."""
-    from tests.trigger.test_iam_calls import granted
-
-    from testkit.iam import ungranted
+    from testkit.iam import role_actions, ungranted
     from testkit.moto_stack import template_role_policies
 
     lake = make_lake(glue_destination(moto_s3_glue), "glue", mode, "cow", glue_io(moto_s3_glue))
@@ -89,12 +42,12 @@ def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_reso
     w.backfill("t", [{"_olake_id": str(i), "v": i, "s": "a"} for i in range(40)], chunk=20)
     moto_s3_glue_server.start_recording()
     assert lake.run() == 0
-    calls = job_role_calls(moto_s3_glue_server)
+    calls = recorded_calls(moto_s3_glue_server)
     w.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100}, {"_olake_id": "2", "_op_type": "d"}],
              pure_deletes=["3"])
     moto_s3_glue_server.start_recording()
     assert lake.run("--expire-mirror-older-than", "0", "--remove-orphans-older-than", "24") == 0
-    calls += job_role_calls(moto_s3_glue_server)
+    calls += recorded_calls(moto_s3_glue_server)
     lake.assert_mirror_matches("t")
     actions = {c.action for c in calls}
     assert {"glue:GetTable", "glue:CreateTable", "glue:UpdateTable", "s3:GetObject", "s3:PutObject"} <= actions
@@ -107,8 +60,8 @@ def test_every_call_of_the_jobs_java_side_is_granted_by_the_job_role_on_its_reso
     wrote_source = ungranted(calls, readonly)
     assert bool(wrote_source) is (mode == "truncate"), wrote_source
     assert all(f"/{lake.ns}/t" in c or f"/{lake.ns}.db/t/" in c for c in wrote_source), wrote_source
-    assert sorted(actions - granted("JobRole")) == []
-    assert sorted(granted("JobRole") - actions - set(JOB_ROLE_KEPT)) == []  # every other grant has its reason
+    assert sorted(actions - role_actions("JobRole")) == []
+    assert sorted(role_actions("JobRole") - actions - set(JOB_ROLE_KEPT)) == []  # every other grant has its reason
 
 
 # JobRole's grants that the Java side's build, merge and maintenance above do not call, and why.

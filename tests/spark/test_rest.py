@@ -23,41 +23,17 @@ from tests.spark.catalog_scenarios import (
 )
 
 from olake_cow.spark.session import local_aws_jars
-from testkit.servers import MotoServer, NessieServer, ReferenceServer, SeaweedServer
+from testkit.catalogs import KEY, REGION, reference_destination, reference_io
+from testkit.servers import NessieServer, SeaweedServer, on_moto, require_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
                                                     "(make setup)")]
-REGION, KEY = "us-east-1", "testing"
 SW_KEY, SW_SECRET = "olakecow", "seaweed-Secret-123"
-
-
-def _require(why: str) -> None:
-    if why and os.environ.get("CI"):
-        pytest.fail(f"REST servers are required in CI: {why}")
-    if why:
-        pytest.skip(why)
-
-
-def on_moto(kind, warehouse):
-    """A catalog server of `kind` whose files go to S3 on a moto server of its own."""
-    _require(kind.available())
-    moto = MotoServer("lake", KEY, REGION).start()
-    try:
-        server = kind(moto.url, warehouse, KEY, REGION).start()
-        yield server
-        server.stop()
-    finally:
-        moto.stop()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    yield from on_moto(ReferenceServer, "s3://lake/rest-warehouse")
 
 
 @pytest.fixture(scope="module")
 def seaweed():
-    _require(SeaweedServer.available())
+    require_server(SeaweedServer.available())
     server = SeaweedServer(SW_KEY, SW_SECRET).start()
     yield server
     server.stop()
@@ -66,7 +42,7 @@ def seaweed():
 @pytest.fixture(scope="module")
 def seaweed_vending():
     """SeaweedFS with its STS on: LoadTable vends S3 keys scoped to the table's prefix."""
-    _require(SeaweedServer.available())
+    require_server(SeaweedServer.available())
     server = SeaweedServer(SW_KEY, SW_SECRET, vending=True).start()
     yield server
     server.stop()
@@ -74,21 +50,7 @@ def seaweed_vending():
 
 @pytest.fixture(scope="module")
 def nessie():
-    yield from on_moto(NessieServer, "s3://lake/nessie-warehouse")
-
-
-def reference_destination(server, catalog="refcat", **auth):
-    auth = auth or {"oauth2_uri": f"{server.url}/v1/oauth/tokens", "credential": "olake:client-Secret-1",
-                    "scope": "catalog"}
-    return {"type": "ICEBERG", "writer": {
-        "catalog_type": "rest", "catalog_name": catalog, "rest_catalog_url": server.url,
-        "iceberg_s3_path": "s3://lake/rest-warehouse", "aws_region": REGION, "s3_endpoint": server.s3_endpoint,
-        "aws_access_key": KEY, "aws_secret_key": KEY, **auth}}
-
-
-def reference_io(server):
-    return {"s3.endpoint": server.s3_endpoint, "s3.access-key-id": KEY, "s3.secret-access-key": KEY,
-            "s3.region": REGION, "s3.path-style-access": "true"}
+    yield from on_moto(NessieServer, "s3://lake/nessie-warehouse", KEY, REGION)
 
 
 @pytest.fixture(params=[(m, f) for m in ("readonly", "truncate") for f in ("cow", "dv")],

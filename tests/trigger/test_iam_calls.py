@@ -5,7 +5,6 @@ import pytest
 
 from testkit import iam
 from testkit.aws import fixture
-from testkit.template import load_template, statements
 
 pytestmark = pytest.mark.aws
 
@@ -38,14 +37,6 @@ def recorded(aws, monkeypatch):
     return calls
 
 
-def granted(role: str):
-    found = set()
-    for name, st in statements(load_template()):
-        if name == role:
-            found.update(st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
-    return found
-
-
 def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, recorded):
     aws.add_merge_function(QUIET_PERIOD_SECONDS=60)
     aws.glue_table("sales_cow", "orders_cow", "mirror_after_job")
@@ -70,7 +61,7 @@ def test_every_call_the_trigger_makes_is_granted_and_every_grant_is_used(aws, re
     aws.glue_table("crm_cow", "contacts_cow", mirror)
     assert aws.invoke({"namespace": "crm"})["engine"] == "lambda"
     assert aws.invoke(aws.lane_end_event(aws.lane_requests[-1], {"unfinished": []}))["status"] == "finished"
-    role = granted("TriggerRole")
+    role = iam.role_actions("TriggerRole")
     assert recorded - role == set(), f"called but not granted: {sorted(recorded - role)}"
     unused = role - recorded - set(KEPT)
     assert unused == set(), f"granted but never called (remove, or list in KEPT with why): {sorted(unused)}"

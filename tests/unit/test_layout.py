@@ -169,6 +169,18 @@ def test_no_format_is_compared_outside_its_rules():
     assert found == []
 
 
+def test_no_test_file_imports_another():
+    """Helpers several test files share live in testkit/ (or a test package's conftest or scenario
+    module), not in a test file another one imports."""
+    imports = re.compile(r"^\s*(from|import)\s+tests\.\w+\.test_\w+")
+    found = []
+    for rel in _tracked_python_files():
+        if rel.startswith("tests/"):
+            with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+                found += [f"{rel}:{n}" for n, line in enumerate(f, 1) if imports.search(line)]
+    assert found == []
+
+
 def _tracked_python_files():
     out = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
     return [p for p in out.stdout.split() if not p.startswith(".aws-sam/")]
