@@ -63,8 +63,7 @@ class Freshness:
                 due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
                                       now_ms, FORMATS[built_format(mirror) or DEFAULT_MIRROR_FORMAT].folds_deletes)
             work = planner.has_work(step)
-            lane = lane_refusal(source, mirror, self.source_mode, self.mirror_format, self.ask, self.budget) \
-                if work else None
+            lane = lane_refusal(source, mirror, mode, self.mirror_format, self.ask, self.budget) if work else None
             out[name] = TableCheck(type(step).__name__.lower() if work else None, tuple(due), spark_only=lane)
         return out
 

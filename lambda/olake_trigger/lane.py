@@ -28,7 +28,7 @@ class LaneRuns:
         return req.run_id
 
 
-def lane_closed(s: Settings, cfg: DestinationConfig, opts: RunOptions, force: bool) -> Optional[str]:
+def lane_closed(s: Settings, cfg: DestinationConfig, opts: RunOptions) -> Optional[str]:
     """Why no table of this run goes to the express lane (None: the lane is open to it)."""
     mode, fmt = opts.source_mode or s.source_mode, opts.mirror_format or s.mirror_format
     reasons = (
@@ -36,7 +36,7 @@ def lane_closed(s: Settings, cfg: DestinationConfig, opts: RunOptions, force: bo
         (s.lane_max_mb == 0, "the express lane's budget is 0 MB"),
         (not opts.lane, "the express lane handed these tables to EMR"),
         (opts.verify, "--verify runs on EMR"),
-        (force, "a forced run goes to EMR"),
+        (opts.force, "a forced run goes to EMR"),
         (opts.maintenance.requested or opts.maintenance.only, "maintenance runs on EMR"),
         (mode == SourceMode.TRUNCATE, "truncate mode runs on EMR"),
         (fmt is not None and not FORMATS[fmt].python_engine, f"{fmt and fmt.value} mirrors run on EMR"),

@@ -61,10 +61,6 @@ class Settings:
     price_lambda_gb_second: float = 0.0000166667  # Lambda x86 list price (USD, us-east-1, 2026)
     region: Optional[str] = None
 
-    @property
-    def lane_on(self) -> bool:
-        return bool(self.merge_function_arn) and self.lane_max_mb > 0
-
     def cow_namespace(self, namespace: str) -> str:
         return namespace + self.cow_suffix
 

@@ -40,6 +40,7 @@ from .jobs import RunOptions
 from .lane import lane_closed
 from .lifecycle import still_running
 from .metrics import Point
+from .settings import Settings
 
 log = logging.getLogger("olake_trigger")
 QUEUED_REASON = "a mirror run holds this namespace; one follow-up run will start after it"
@@ -92,7 +93,7 @@ class Starts:
                 ctx.emit(namespace, Point("Skipped", "Count", 1.0))
                 log.info("namespace %s: %s; no run started", namespace, decision.reason)
                 return Outcome(TriggerStatus.SKIPPED, decision.reason)
-            way = route(decision, checks, lane_closed(ctx.s, cfg, opts, opts.force))
+            way = route(decision, checks, lane_closed(ctx.s, cfg, opts))
             if way.lane is not None:
                 return self._on_lane(namespace, token, now, way, window, opts, cfg)
             run_id = ctx.runs.start(jobs.start_job_run_request(ctx.s, cfg, namespace, decision.tables, window, opts,
@@ -108,7 +109,7 @@ class Starts:
                  "; on EMR: " + "; ".join(f"{t}: {why}" for t, why in way.why.items()) if ctx.s.merge_function_arn
                  else "")
         return Outcome(TriggerStatus.STARTED, job_run_id=run_id, client_token=token, tables=_names(decision.tables),
-                       summary=summary_uri, **(_routed(EMR, way) if ctx.s.merge_function_arn else {}))
+                       summary=summary_uri, **_routed(ctx.s, EMR, way))
 
     def _on_lane(self, namespace: str, token: str, now: int, way: Route, window: str, opts: RunOptions,
                  cfg: DestinationConfig) -> Outcome:
@@ -130,7 +131,7 @@ class Starts:
         log.info("namespace %s: started express-lane run %s (%s): %s", namespace, run_id, opts.trigger,
                  "; ".join(f"{t}: {why}" for t, why in way.why.items()))
         return Outcome(TriggerStatus.STARTED, job_run_id=run_id, client_token=token, tables=_names(lane),
-                       summary=summary_uri, **_routed(LAMBDA, way))
+                       summary=summary_uri, **_routed(ctx.s, LAMBDA, way))
 
     def _dry_run(self, namespace: str, requested: TableSelection, window: str, opts: RunOptions,
                  cfg: DestinationConfig, glue: Optional[GlueTables]) -> Outcome:
@@ -139,8 +140,7 @@ class Starts:
         assert not isinstance(tables, Skip)
         checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts)
         decision = decide(tables, checks, opts.force, opts.maintenance.requested)
-        way = None if isinstance(decision, Skip) else route(decision, checks, lane_closed(self.ctx.s, cfg, opts,
-                                                                                          opts.force))
+        way = None if isinstance(decision, Skip) else route(decision, checks, lane_closed(self.ctx.s, cfg, opts))
         chosen = tables if isinstance(decision, Skip) else decision.tables
         request = jobs.start_job_run_request(self.ctx.s, cfg, namespace, chosen, window, opts,
                                              not isinstance(decision, Skip) and decision.maintenance)
@@ -148,8 +148,7 @@ class Starts:
                        would_start=not isinstance(decision, Skip), request=request,
                        tables_with_work=None if checks is None else sorted(
                            t for t, c in checks.items() if c.merge or c.due),
-                       **(_routed(EMR if way.lane is None else LAMBDA, way) if way and self.ctx.s.merge_function_arn
-                          else {}))
+                       **(_routed(self.ctx.s, EMR if way.lane is None else LAMBDA, way) if way else {}))
 
     def _checks(self, cfg: DestinationConfig, glue: Optional[GlueTables], namespace: str,
                 tables: Union[AllTables, Tables], opts: RunOptions) -> Optional[Dict[str, TableCheck]]:
@@ -180,8 +179,10 @@ class Starts:
         return still_running(self.ctx, namespace, job_run_id)
 
 
-def _routed(engine: str, way: Route) -> Dict[str, Any]:
-    """The routing fields of an outcome (deployments with the express lane)."""
+def _routed(s: Settings, engine: str, way: Route) -> Dict[str, Any]:
+    """The routing fields of an outcome; none on a deployment without the express lane."""
+    if not s.merge_function_arn:
+        return {}
     return {"engine": engine, "emr_after": list(way.emr_after) or None, "routing": dict(way.why)}
 
 

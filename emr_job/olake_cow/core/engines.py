@@ -6,9 +6,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .budget import Budget, over_budget
 from .config import CatalogType, DestinationConfig
-from .errors import MirrorFormatError, SourceModeError
+from .errors import MirrorFormatError
 from .formats import FORMATS
-from .modes import MirrorFormat, SourceMode, resolve_format, resolve_mode
+from .modes import MirrorFormat, SourceMode, resolve_format
 from .planner import TableAsk, rebuild_reason, repair_reason
 from .readonly import other_truncates
 from .snapshots import TableState
@@ -64,14 +64,14 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
     return None
 
 
-def lane_refusal(source: TableState, mirror: TableState, requested_mode: Optional[SourceMode],
-                 requested_format: Optional[MirrorFormat], ask: TableAsk, budget: Budget) -> Optional[str]:
+def lane_refusal(source: TableState, mirror: TableState, mode: SourceMode, requested_format: Optional[MirrorFormat],
+                 ask: TableAsk, budget: Budget) -> Optional[str]:
     """Why a table's pending merge goes to the Spark engine (None: the python engine's budget
-    holds it), from metadata as the trigger reads it. The python engine checks the same again and
-    hands over what metadata cannot show (a schema or partition change)."""
+    holds it), from metadata as the trigger reads it; `mode` as resolve_mode gave it. The python
+    engine checks the same again and hands over what metadata cannot show (a schema or partition
+    change)."""
     try:
-        mode = resolve_mode(source, mirror, requested_mode)
         fmt, upgrade = resolve_format(mirror, requested_format)
-    except (SourceModeError, MirrorFormatError) as exc:
+    except MirrorFormatError as exc:
         return f"the run reports a conflict: {exc}"
     return python_refusal(source, mirror, mode, fmt, upgrade, ask) or over_budget(source, mirror, budget)
