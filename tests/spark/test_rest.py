@@ -151,6 +151,18 @@ def test_a_wrong_oauth2_secret_is_refused_in_one_line_naming_the_catalog(seaweed
     assert "\n" not in error and "swwrong" in error and ("401" in error or "credential" in error.lower()), error
 
 
+@pytest.mark.parametrize("engine", ["spark", "python"])
+@pytest.mark.parametrize("tables", [[], ["--tables", "orders"]], ids=["namespace", "tables"])
+def test_a_warehouse_the_rest_catalog_does_not_have_is_named_not_a_missing_table(seaweed, tmp_path, tables, engine):
+    destination = seaweed_destination(seaweed, catalog="swnowh")
+    destination["writer"]["iceberg_s3_path"] = "s3://no-such-warehouse"
+    code, text = refusal_of(destination, tmp_path, "sales", *tables, "--engine", engine)
+    error = json.loads(text)["error"]
+    assert code == 2 and "\n" not in error, error
+    assert "cannot list its namespaces" in error and "no-such-warehouse" in error, error
+    assert "writer.iceberg_s3_path" in error, error
+
+
 def refusal_of(destination, tmp_path, namespace="sales", *args):
     """(exit code, the run's summary text) of the job on `destination`, run on its own."""
     from olake_cow.cli import main as job_main

@@ -181,6 +181,8 @@ CASES = {
     "namespace-uppercase-in-glue": (GLUE, ["--source-namespace", "Sales"], "Glue names are lowercase letters, digits"),
     "namespace-dash-in-glue": (GLUE, ["--source-namespace", "sales-db"], "Glue names are lowercase letters, digits"),
     "tables-twice": (HADOOP, ["--tables", "a,a"], "--tables names 'a' more than once"),
+    "option-twice": (HADOOP, ["--source-namespace", "sales", "--source-namespace", "crm"],
+                     "--source-namespace given twice ('sales', then 'crm'): give it once"),
     "orphans-dry-run-alone": (HADOOP, ["--orphans-dry-run"], "--orphans-dry-run needs --remove-orphans-older-than"),
     "maintenance-only-alone": (HADOOP, ["--maintenance-only"], "--maintenance-only needs at least one maintenance"),
     "choice-unknown": (HADOOP, ["--source-mode", "sometimes"], "invalid choice: 'sometimes'"),
@@ -231,7 +233,8 @@ def test_bad_input_exits_2_in_one_line_before_spark_and_writes_nothing(case, tmp
         source = ["--destination-details", str(path)]
     monkeypatch.chdir(tmp_path)
     before = sorted(os.listdir(tmp_path))
-    assert run_cli([*source, "--source-namespace", "sales", "--quiet", *extra]) == Exit.BAD_INPUT
+    namespace = [] if "--source-namespace" in extra else ["--source-namespace", "sales"]
+    assert run_cli([*source, *namespace, "--quiet", *extra]) == Exit.BAD_INPUT
     err = capsys.readouterr().err
     assert message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

@@ -86,7 +86,10 @@ class IcebergCatalog:
         try:
             return self.catalog.loadTable(self.ident(namespace, table))
         except Exception as exc:  # py4j wraps the Java exception
-            if is_java_error(exc, "NoSuchTableException", "NoSuchNamespaceException"):
+            if is_java_error(exc, "NoSuchNamespaceException"):
+                raise TableNotFoundError(f"table {namespace}.{table} does not exist: "
+                                         f"{self.namespace_missing(namespace)}") from None
+            if is_java_error(exc, "NoSuchTableException"):
                 raise TableNotFoundError(f"table {namespace}.{table} does not exist") from None
             raise
 
@@ -134,9 +137,19 @@ class IcebergCatalog:
 
     def list_tables(self, namespace: str) -> List[str]:
         if not self.namespace_exists(namespace):
-            raise TableNotFoundError(f"namespace {namespace!r} does not exist in catalog "
-                                     f"{self.catalog_name!r}")
+            raise TableNotFoundError(self.namespace_missing(namespace))
         return sorted(str(i.name()) for i in self.catalog.listTables(self._namespace(namespace)))
+
+    def namespace_missing(self, namespace: str) -> str:
+        """Why a namespace is not found, with the catalog's own words when it cannot list any (a REST
+        server without the warehouse the destination names answers so, not 'no such table')."""
+        said = f"namespace {namespace!r} does not exist in catalog {self.catalog_name!r}"
+        try:
+            self.catalog.listNamespaces()
+        except Exception as exc:  # noqa: BLE001 - what the catalog says is the message
+            return (f"{said}, which cannot list its namespaces ({java_message(exc)}): check the warehouse, "
+                    "writer.iceberg_s3_path")
+        return said
 
     def drop(self, namespace: str, table: str) -> None:
         self.catalog.dropTable(self.ident(namespace, table), True)
