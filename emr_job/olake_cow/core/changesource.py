@@ -53,13 +53,13 @@ class ChangeSource(Generic[R]):
     writes_source = False
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
-        """The next step. `rebuild`: a reason the mirror must be rebuilt whatever its checkpoint says
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
+        """The next step. `rebuild_reason`: why the mirror must be rebuilt whatever its checkpoint says
         (a mirror someone else changed is found by the planners themselves, identity.py). `resume`:
         merge what the source still holds past expired change sets (truncate mode)."""
         raise NotImplementedError
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+    def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
                  resume: bool = False) -> List[str]:
         raise NotImplementedError
 
@@ -77,12 +77,12 @@ class TruncateSource(ChangeSource[ReadsBoundaries]):
     writes_source = True
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
-        return truncate.plan(source, mirror, may_close, rebuild, resume)
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
+        return truncate.plan(source, mirror, may_close, rebuild_reason, resume)
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+    def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
                  resume: bool = False) -> List[str]:
-        return truncate.describe(source, mirror, rebuild, resume)
+        return truncate.describe(source, mirror, rebuild_reason, resume)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         # Change sets after the last merged boundary live only in the snapshots from it on.
@@ -98,12 +98,12 @@ class ReadonlySource(ChangeSource[ReadsHistory]):
     mode = SourceMode.READONLY
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild: Optional[str] = None, resume: bool = False) -> Step:
-        return readonly.plan(source, mirror, target_id, rebuild)
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
+        return readonly.plan(source, mirror, target_id, rebuild_reason)
 
-    def describe(self, source: TableState, mirror: TableState, rebuild: Optional[str] = None,
+    def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
                  resume: bool = False) -> List[str]:
-        return readonly.describe(source, mirror, rebuild)
+        return readonly.describe(source, mirror, rebuild_reason)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         return readonly.expiry_floor(source, mirror)

@@ -40,7 +40,7 @@ class _Position:
 
 
 def _position(source: TableState, mirror: TableState, target_id: Optional[int],
-              rebuild: Optional[str] = None) -> "_Position | Step":
+              rebuild_reason: Optional[str] = None) -> "_Position | Step":
     if not source.exists:
         return Blocked("the source table does not exist")
     if source.format_version < 2:
@@ -54,7 +54,7 @@ def _position(source: TableState, mirror: TableState, target_id: Optional[int],
         return Blocked(f"source snapshot {target_id} is not in the source's metadata any more")
     target = Marker(str(source.uuid), target_id, target_snap.sequence_number)
     chain, _ = ancestors(source, target_id)
-    repair = rebuild or foreign_change(mirror, source)
+    repair = rebuild_reason or foreign_change(mirror, source)
     if repair:
         return _Position(target, None, tuple(chain), repair, repair=True)
     return _from_checkpoint(source, find_checkpoint(mirror), target, tuple(chain))
@@ -85,9 +85,9 @@ def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: M
 
 
 def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None,
-         rebuild: Optional[str] = None) -> Step:
-    """The next step; `rebuild`: a reason to rebuild the mirror whatever its checkpoint says."""
-    pos = _position(source, mirror, target_id, rebuild)
+         rebuild_reason: Optional[str] = None) -> Step:
+    """The next step; `rebuild_reason`: why to rebuild the mirror whatever its checkpoint says."""
+    pos = _position(source, mirror, target_id, rebuild_reason)
     if not isinstance(pos, _Position):
         return pos
     merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason)
@@ -128,8 +128,8 @@ def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Opt
     return None
 
 
-def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None) -> List[str]:
-    step = plan(source, mirror, rebuild=rebuild)
+def describe(source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None) -> List[str]:
+    step = plan(source, mirror, rebuild_reason=rebuild_reason)
     if isinstance(step, Blocked):
         return [f"blocked: {step.reason}"]
     if isinstance(step, Done):

@@ -75,13 +75,13 @@ def _lost_checkpoint(source: TableState, checkpoint_id: int) -> str:
             "are missed, and the summary says so)")
 
 
-def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild: Optional[str] = None,
+def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild_reason: Optional[str] = None,
          resume: bool = False) -> Step:
     """`resume`: merge what the source still holds when the change sets after the mirror's
     checkpoint were expired (--resume-from-source), instead of stopping."""
     if not source.exists:
         return Blocked("the source table does not exist")
-    repair = rebuild or foreign_change(mirror, source)
+    repair = rebuild_reason or foreign_change(mirror, source)
     if repair:
         return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
                        "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "
@@ -109,8 +109,9 @@ RESUMED = ("resumed from what OLake's table still holds (--resume-from-source): 
            "were expired before they were merged are not in the mirror")
 
 
-def describe(source: TableState, mirror: TableState, rebuild: Optional[str] = None, resume: bool = False) -> List[str]:
-    first = plan(source, mirror, rebuild=rebuild, resume=resume)
+def describe(source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
+             resume: bool = False) -> List[str]:
+    first = plan(source, mirror, rebuild_reason=rebuild_reason, resume=resume)
     if isinstance(first, Blocked):
         return [f"blocked: {first.reason}"]
     pos = _position(source, mirror, resume)

@@ -113,8 +113,8 @@ class StepLoop:
             self.result.notes.append(step.reason)
         with Clock(self.result, "merging"):
             recreate = step.rebuild and bool(layout_change(source, mirror))
-            rebuild_reason = job.mirror_table(self.path).prepare(mirror, step.rebuild, recreate)
-            merge = replace(step, rebuild=rebuild_reason or step.rebuild)
+            created = job.mirror_table(self.path).prepare(mirror, step.rebuild, recreate)
+            merge = replace(step, rebuild=created or step.rebuild)
         mirror = job.mirror_state()
         parent_rows = _live_rows(mirror)
         with self._change_set(merge, source, mirror) as (cs, summary):
