@@ -24,6 +24,7 @@ from tests.spark.catalog_scenarios import (
 
 from olake_cow.spark.session import local_aws_jars
 from testkit.catalogs import KEY, REGION, reference_destination, reference_io
+from testkit.lakes import first_build, olake_changes
 from testkit.servers import NessieServer, SeaweedServer, on_moto, require_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(not local_aws_jars(), reason="AWS SDK jars not installed "
@@ -189,6 +190,26 @@ def test_seaweedfs_sigv4_signed_catalog_first_build_incremental_updates_and_dele
     assert os.environ.get("AWS_ACCESS_KEY_ID") != SW_KEY
     build_update_delete_verify(make_lake(sigv4_destination(seaweed, "swsigv4"), "rest", "readonly", "cow",
                                          seaweed_io(seaweed)))
+
+
+@pytest.mark.parametrize("auth", ["sigv4", "token"])
+def test_the_python_engine_signs_in_to_a_rest_catalog_as_the_spark_engine_does(request, make_lake, auth):
+    """SigV4 (SeaweedFS checks the signature made with the destination's keys) and OLake's bearer
+    `token` (the reference server), on the python engine: the first build is Spark's, the merges
+    Python's, and the mirror equals the writer's model."""
+    if auth == "sigv4":
+        server = request.getfixturevalue("seaweed")
+        lake = make_lake(sigv4_destination(server, "swsigpy"), "rest", "readonly", "cow", seaweed_io(server))
+    else:
+        server = request.getfixturevalue("reference")
+        lake = make_lake(reference_destination(server, "reftokpy", token="a-Bearer-token-2"), "rest", "readonly",
+                         "cow", reference_io(server))
+    first_build(lake, "position")
+    for base in (10, 30):
+        olake_changes(lake, base, "position")
+        code, entry = lake.run_summary("--engine", "python")
+        assert code == 0 and entry["engine"] == "python" and entry["status"] == "merged", entry
+        lake.assert_mirror_matches("t")
 
 
 def test_a_wrong_sigv4_key_is_refused_in_one_line_naming_the_signing_keys(seaweed, tmp_path):
