@@ -110,9 +110,11 @@ class Lake:
         return code, next(t for t in self.last_summary["tables"] if t["table"] == table)
 
     def run_raw(self, *args: str) -> int:
-        """The job's command line exactly as given (no --source-mode added)."""
-        return job_main(["--destination-details", self.dest_path, "--source-namespace", self.ns,
-                         "--quiet", *args])
+        """The job's command line exactly as given (no --source-mode added); this lake's config and
+        namespace unless `args` name them (the job refuses an option given twice)."""
+        own = [] if "--destination-details" in args else ["--destination-details", self.dest_path]
+        own += [] if "--source-namespace" in args else ["--source-namespace", self.ns]
+        return job_main([*own, "--quiet", *args])
 
     def source_metadata(self):
         """Every source table's metadata file: a commit of any kind writes a new one."""
