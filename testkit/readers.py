@@ -8,6 +8,7 @@ Every reader returns rows as pyarrow gives them (`Table.to_pylist()`), so one no
 import importlib
 import os
 import pathlib
+import threading
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 Rows = List[Dict[str, Any]]
@@ -36,7 +37,20 @@ def _pyiceberg_nulls(table):
     return table
 
 
+_DUCKDB = threading.local()
+
+
 def _duckdb_connection(io: IO):
+    """One connection per thread and S3 settings (loading the extensions took a quarter second a
+    read). Iceberg's files never change once written, so nothing it caches can go stale."""
+    key = tuple(sorted((io or {}).items()))
+    cons = _DUCKDB.__dict__.setdefault("cons", {})
+    if key not in cons:
+        cons[key] = _new_duckdb_connection(io)
+    return cons[key]
+
+
+def _new_duckdb_connection(io: IO):
     import duckdb
 
     con = duckdb.connect()
@@ -57,12 +71,8 @@ def _duckdb_connection(io: IO):
 
 
 def duckdb_rows(metadata_location: str, io: IO = None) -> Rows:
-    con = _duckdb_connection(io)
-    try:
-        quoted = metadata_location.replace("'", "''")
-        return con.execute(f"SELECT * FROM iceberg_scan('{quoted}')").fetch_arrow_table().to_pylist()
-    finally:
-        con.close()
+    quoted = metadata_location.replace("'", "''")
+    return _duckdb_connection(io).execute(f"SELECT * FROM iceberg_scan('{quoted}')").fetch_arrow_table().to_pylist()
 
 
 def rust_rows(metadata_location: str, io: IO = None) -> Rows:
