@@ -168,4 +168,4 @@ typecheck: $(STAMP) ## mypy on the job, trigger and infra packages
 	$(BIN)/mypy
 
 clean: ## remove local warehouses and caches (keeps .venv)
-	rm -rf .demo .pytest_cache spark-warehouse metastore_db derby.log
+	rm -rf .demo .pytest_cache spark-warehouse metastore_db derby.log build/merge-deps-*
