@@ -105,6 +105,33 @@ def test_a_second_job_truncating_the_source_leaves_a_readonly_mirror_every_row(m
     assert lake.run("--verify") == 2  # it would compare with a truncated table
 
 
+def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_from_it(make_lake, destinations):
+    """A rebuild reads OLake's table as it is now; after another job's truncates it no longer holds the
+    rows that job moved out, so a rebuild (another --delete-mode, someone's commit to the mirror) is
+    refused, the mirror is kept, and following the advice loses nothing."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "30", "_op_type": "c", "v": 30}])
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
+    assert boundaries(lake) and lake.run() == 0
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary("--delete-mode", "hard")
+    assert code == 1 and "another olake-cow job truncates" in result["error"], result
+    assert "nothing was written" in result["error"] and keeps_data(result["error"]), result["error"]
+    assert kept(lake, lake.mirror_q("t")) == before
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id IN ('3', '4')")  # someone's commit
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    code, result = lake.run_summary()
+    assert code == 1 and "another olake-cow job truncates" in result["error"], result
+    assert keeps_data(result["error"]), result["error"]
+    snapshot = re.search(r"rollback_to_snapshot\('<mirror>', (\d+)\)", result["error"]).group(1)
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
+    assert lake.run() == 0  # the advice followed: every row back, OLake's new change merged
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
 def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_losing_a_row(make_lake, destinations):
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     make(lake)

@@ -221,3 +221,17 @@ def test_a_staged_merge_that_failed_its_audit_is_not_published_again():
     assert isinstance(plan(source(*chain(1, 2, 3)), mir), Publish)
     rejected = mirror(2, staged, current=900, props={REJECTED_PROPERTY: with_rejected(mir, 901)})
     assert plan(source(*chain(1, 2, 3)), rejected) == Merge(m(3), 3, False, m(2))
+
+
+def test_a_readonly_mirror_is_never_rebuilt_from_a_source_another_job_truncated():
+    """A rebuild reads what OLake's table holds now; another job's truncate moved rows out of it."""
+    boundary = Snapshot(3, 2, 3000, "delete", {BOUNDARY_KEY: "run"}, sequence_number=3)
+    src = source(*chain(1, 2), boundary, snap(4, 3))
+    asked = readonly.plan(src, mirror(3), rebuild_reason="the mirror was built with --delete-mode keep")
+    assert isinstance(asked, Blocked) and "another olake-cow job truncates" in asked.reason
+    assert "source snapshot 3" in asked.reason and "Do not drop the mirror" in asked.reason
+    rolled_back = source(*chain(1, 2), boundary, snap(4, 3), snap(5, 3))  # the source rolled back past 4
+    assert isinstance(plan(rolled_back, mirror(4)), Blocked)
+    assert plan(src, mirror(3)) == Merge(m(4), 4, False, m(3))  # an incremental merge is not a rebuild
+    no_truncate = source(*chain(1, 2, 3, 4))
+    assert readonly.plan(no_truncate, mirror(3), rebuild_reason="asked").rebuild  # rebuilt as before

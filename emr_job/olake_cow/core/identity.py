@@ -215,7 +215,8 @@ def _promotes(held: str, wanted: str) -> bool:
 
 
 def restore_advice(mirror: TableState) -> str:
-    """How to bring a truncate mirror someone changed back to what the job left, keeping its rows."""
+    """How to bring a mirror that is the only complete copy (truncate mode, or a readonly mirror of a
+    source another job truncates) back to what the job left, keeping its rows."""
     data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
     left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data]
     where = (f"mirror snapshot {left[-1].snapshot_id} holds every row as the job left it: roll the mirror back to it "

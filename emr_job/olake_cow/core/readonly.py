@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .checkpoint import Marker, find_checkpoint, marker_of, staged_snapshots
 from .errors import ResyncNeededError
-from .identity import foreign_change
+from .identity import foreign_change, restore_advice
 from .snapshots import Operation, Snapshot, TableState, ancestors
 from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
 
@@ -90,6 +90,13 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
     pos = _position(source, mirror, target_id, rebuild_reason)
     if not isinstance(pos, _Position):
         return pos
+    truncated = [s.snapshot_id for s in pos.pending if s.is_boundary]
+    if pos.since is None and truncated and mirror.exists:
+        # A rebuild reads OLake's table as it is now: the rows that job moved out would be lost.
+        return Blocked(f"this readonly mirror would be rebuilt from OLake's table ({pos.reason}), but another "
+                       f"olake-cow job truncates that table in truncate mode (source snapshot {truncated[-1]}): it no "
+                       "longer holds the rows that job moved into its own mirror, so nothing was written. "
+                       + restore_advice(mirror))
     merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason)
     staged = None if pos.repair else _staged_merge(source, mirror, pos)
     if staged is not None:
