@@ -21,7 +21,7 @@ from .core.config import (
     redact,
     refused_by_catalog,
 )
-from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, TableNotFoundError, aws_error_code
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code
 from .core.failure import error_text
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.formats import FORMATS
@@ -584,15 +584,15 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
     """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
     of them). With --engine python a table it hands over fails with the reason (exit 2)."""
     from .core.engines import engine_refusal
-    from .python_engine.catalog import namespace_missing, open_catalog, source_tables
+    from .python_engine.catalog import open_catalog, require_namespace, source_tables
     from .python_engine.table_run import run_python_tables
 
     why = engine_refusal(s.cfg)
     if why is not None:  # auto: the whole run on Spark (python was refused before anything was read)
         return [], None
     catalog = open_catalog(s.cfg)
-    if s.tables is not None and not catalog.namespace_exists(job.source_namespace):
-        raise TableNotFoundError(namespace_missing(catalog, job.source_namespace))
+    if s.tables is not None:
+        require_namespace(catalog, job.source_namespace)
     tables = s.tables if s.tables is not None else source_tables(catalog, job.source_namespace)
     log.info("run %s: %d table(s) in %s -> %s on the python engine%s", job.run_id, len(tables), job.source_namespace,
              job.cow_namespace, " (dry run)" if job.dry_run else "")
@@ -627,8 +627,8 @@ def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
     if cfg.catalog_type == CatalogType.REST and catalog.served_by_nessie():
         raise nessie_refusal(cfg.catalog_name, "its server's config says nessie.is-nessie-catalog")
     tables = list(handed) if handed is not None else s.tables
-    if tables is not None and not catalog.namespace_exists(job.source_namespace):
-        raise TableNotFoundError(catalog.namespace_missing(job.source_namespace))
+    if handed is None and tables is not None and not catalog.namespace_exists(job.source_namespace):
+        raise catalog.namespace_missing(job.source_namespace)  # the python engine checked it before handing over
     names = tables if tables is not None else catalog.list_tables(job.source_namespace)
     log.info("run %s: %d table(s) in %s -> %s%s", job.run_id, len(names), job.source_namespace,
              job.cow_namespace, " (dry run)" if job.dry_run else "")

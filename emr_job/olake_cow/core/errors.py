@@ -18,6 +18,15 @@ class TableNotFoundError(OlakeCowError):
     """A source table or namespace does not exist."""
 
 
+def namespace_missing(namespace: str, catalog_name: str, listing_error: Optional[str] = None) -> TableNotFoundError:
+    """A namespace that is not found, in both engines' words; `listing_error`: what the catalog said
+    when asked for any namespace (a REST server without the warehouse the destination names)."""
+    said = f"namespace {namespace!r} does not exist in catalog {catalog_name!r}"
+    if listing_error is not None:
+        said += f", which cannot list its namespaces ({listing_error}): check the warehouse, writer.iceberg_s3_path"
+    return TableNotFoundError(said)
+
+
 class HistoryError(OlakeCowError):
     """The source's snapshot history cannot support the mirror (e.g. expired past the checkpoint)."""
 

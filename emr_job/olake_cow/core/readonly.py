@@ -90,8 +90,8 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
     pos = _position(source, mirror, target_id, rebuild_reason)
     if not isinstance(pos, _Position):
         return pos
-    truncated = [s.snapshot_id for s in pos.pending if s.is_boundary]
-    if pos.since is None and truncated and mirror.exists:
+    truncated = other_truncates(source, mirror) if pos.since is None and mirror.exists else []
+    if truncated:
         # A rebuild reads OLake's table as it is now: the rows that job moved out would be lost.
         return Blocked(f"this readonly mirror would be rebuilt from OLake's table ({pos.reason}), but another "
                        f"olake-cow job truncates that table in truncate mode (source snapshot {truncated[-1]}): it no "

@@ -5,7 +5,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
 from ..core.engines import engine_refusal
-from ..core.errors import ConfigError, TableNotFoundError
+from ..core.errors import ConfigError, namespace_missing
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
@@ -108,24 +108,18 @@ def _glue(cfg: DestinationConfig) -> Dict[str, str]:
 
 
 def source_tables(catalog: Any, namespace: str) -> List[str]:
-    """The tables of a source namespace; TableNotFoundError worded as the Spark engine words it."""
-    from pyiceberg.exceptions import NoSuchNamespaceError
-
-    try:
-        if catalog.namespace_exists(namespace):  # some servers list no tables for a missing namespace
-            return sorted(t[-1] for t in catalog.list_tables(namespace))
-    except NoSuchNamespaceError:
-        pass
-    raise TableNotFoundError(namespace_missing(catalog, namespace))
+    """The tables of a source namespace (a missing one refused as the Spark engine refuses it: some
+    servers list no tables for it)."""
+    require_namespace(catalog, namespace)
+    return sorted(t[-1] for t in catalog.list_tables(namespace))
 
 
-def namespace_missing(catalog: Any, namespace: str) -> str:  # spark/catalog.py words it alike
-    """Why a namespace is not found, with the catalog's own words when it cannot list any (a REST
-    server without the warehouse the destination names)."""
-    said = f"namespace {namespace!r} does not exist in catalog {catalog.name!r}"
+def require_namespace(catalog: Any, namespace: str) -> None:
+    """errors.namespace_missing, with what the catalog says when asked for any namespace."""
+    if catalog.namespace_exists(namespace):
+        return
     try:
         catalog.list_namespaces()
     except Exception as exc:  # noqa: BLE001 - what the catalog says is the message
-        first = str(exc).splitlines()[0] if str(exc) else repr(exc)
-        return f"{said}, which cannot list its namespaces ({first}): check the warehouse, writer.iceberg_s3_path"
-    return said
+        raise namespace_missing(namespace, catalog.name, str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
+    raise namespace_missing(namespace, catalog.name)

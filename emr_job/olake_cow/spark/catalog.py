@@ -7,7 +7,7 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY
-from ..core.errors import TableNotFoundError
+from ..core.errors import TableNotFoundError, namespace_missing
 from ..core.identifiers import qualified, sql_string
 from ..core.snapshots import MISSING, TableState, state_from_metadata
 
@@ -137,19 +137,16 @@ class IcebergCatalog:
 
     def list_tables(self, namespace: str) -> List[str]:
         if not self.namespace_exists(namespace):
-            raise TableNotFoundError(self.namespace_missing(namespace))
+            raise self.namespace_missing(namespace)
         return sorted(str(i.name()) for i in self.catalog.listTables(self._namespace(namespace)))
 
-    def namespace_missing(self, namespace: str) -> str:
-        """Why a namespace is not found, with the catalog's own words when it cannot list any (a REST
-        server without the warehouse the destination names answers so, not 'no such table')."""
-        said = f"namespace {namespace!r} does not exist in catalog {self.catalog_name!r}"
+    def namespace_missing(self, namespace: str) -> TableNotFoundError:
+        """errors.namespace_missing, with what the catalog says when asked for any namespace."""
         try:
             self.catalog.listNamespaces()
         except Exception as exc:  # noqa: BLE001 - what the catalog says is the message
-            return (f"{said}, which cannot list its namespaces ({java_message(exc)}): check the warehouse, "
-                    "writer.iceberg_s3_path")
-        return said
+            return namespace_missing(namespace, self.catalog_name, java_message(exc))
+        return namespace_missing(namespace, self.catalog_name)
 
     def drop(self, namespace: str, table: str) -> None:
         self.catalog.dropTable(self.ident(namespace, table), True)
