@@ -22,6 +22,7 @@ import tempfile
 import time
 from typing import Any, Dict, List
 
+from bench import compile_job
 from bench.cold import COLUMNS, md5_key, source_frame
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,6 +87,7 @@ def main(argv: List[str]) -> int:
     from testkit.olake_writer import OlakeWriter
     from testkit.pg import PostgresServer
 
+    compile_job()
     tmp = tempfile.mkdtemp(prefix="olake-cow-engines-")
     pg = PostgresServer().start()
     try:

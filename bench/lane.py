@@ -23,6 +23,7 @@ import time
 import urllib.request
 from typing import Any, Dict, List
 
+from bench import compile_job
 from bench.cold import COLUMNS, source_frame
 from bench.engines import batch
 
@@ -110,6 +111,7 @@ def main(argv: List[str]) -> int:
     from testkit.olake_writer import OlakeWriter
     from testkit.servers import MotoServer
 
+    compile_job()
     tmp = tempfile.mkdtemp(prefix="olake-cow-lane-")
     server = MotoServer(BUCKET, KEY, REGION).start()
     try:

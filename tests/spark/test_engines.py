@@ -158,3 +158,34 @@ def test_auto_over_a_whole_namespace_names_no_source_as_dropped(spark, destinati
     assert lake.last_summary["dropped_sources"] == [], lake.last_summary["dropped_sources"]
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
     lake.assert_mirror_matches("u", engines=["pyiceberg"])
+
+
+def test_the_job_as_a_process_of_its_own_on_the_python_engine(spark, destinations, tmp_root):
+    """`main.py` as the express lane's and a local user's process: a python-engine run ends
+    without the interpreter's teardown, yet its exit code, its log lines and its summary are all
+    out, and the mirror is the model's."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output buffered, as on EMR
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(root, "emr_job"), root])
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake)
+    olake_changes(lake, 10)
+
+    def process(*args: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, os.path.join(root, "emr_job", "main.py"), "--destination-details",
+                               lake.dest_path, "--source-namespace", lake.ns, "--engine", "python", *args],
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    summary = os.path.join(str(tmp_root), f"{lake.ns}-process.json")
+    refused = process("--python-max-mb", "0", "--summary-out", summary)
+    assert refused.returncode == 2 and "budget" in refused.stderr, refused.stderr
+    done = process("--summary-out", summary)
+    assert done.returncode == 0, done.stderr
+    assert "merged source snapshot" in done.stderr and done.stdout.strip().splitlines()[-1].startswith("t "), done
+    with open(summary, encoding="utf-8") as f:
+        [entry] = json.load(f)["tables"]
+    assert entry["engine"] == "python" and entry["status"] == "merged", entry
+    lake.assert_mirror_matches("t")
