@@ -45,6 +45,7 @@ class Outcome:
     engine: Optional[str] = None  # started: "lambda" (the express lane) or "emr"
     emr_after: Optional[List[str]] = None  # started on the lane: tables the EMR run after it takes
     routing: Optional[Mapping[str, str]] = None  # started: why each table went where it went
+    needs_you: Optional[Mapping[str, str]] = None  # tables no run is started for until you act -> why
     results: Tuple["Outcome", ...] = ()  # multiple: one per namespace
 
     def about(self, namespace: Optional[str] = None, table: Optional[str] = None, **run: Any) -> "Outcome":
@@ -95,6 +96,9 @@ class TableCheck:
     merge: Optional[str] = None
     due: Tuple[str, ...] = ()
     refused: Optional[str] = None  # the job would skip or refuse this table: never a reason to start a run
+    # The refusal is a failure the run would report (exit 1): until the user acts, every run for it
+    # could only fail, so the trigger reports it (log, TablesBlocked metric and alarm) and starts none.
+    blocked: bool = False
     spark_only: Optional[str] = None  # why the express lane does not take its merge (None: it fits)
 
 
@@ -133,8 +137,16 @@ def decide(tables: Union[AllTables, Tables], checks: Optional[Mapping[str, Table
     for t, items in due.items():
         why[t] = ", ".join(filter(None, [why.get(t), "maintenance due: " + ", ".join(items)]))
     if not why:
+        if blocked(checks):
+            return Skip(f"no run started: {', '.join(sorted(blocked(checks)))} need(s) you first (a run could only "
+                        "fail); every other table is up to date")
         return Skip("no source commit the mirror has not absorbed" + (" and no maintenance due" if maintenance else ""))
     return Start(Tables(tuple(sorted(why))), bool(due), why)
+
+
+def blocked(checks: Optional[Mapping[str, TableCheck]]) -> Dict[str, str]:
+    """The tables no run is started for until the user acts: table -> why."""
+    return {t: str(c.refused) for t, c in (checks or {}).items() if c.blocked}
 
 
 def lease_until(now: int, job_timeout_min: int, margin_min: int) -> int:

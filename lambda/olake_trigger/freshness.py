@@ -20,6 +20,7 @@ from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
 from olake_cow.core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, built_format, resolve_mode
 from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import TableState, state_from_metadata
+from olake_cow.core.steps import Blocked
 
 from .decide import TableCheck
 from .glue import GlueTables
@@ -50,7 +51,7 @@ class Freshness:
             mirror = self.tables.state(namespace + self.suffix, name + MIRROR_SUFFIX)
             refused = _refusal(source, mirror, namespace, name, namespace + self.suffix)
             if refused:
-                out[name] = TableCheck(refused=refused)
+                out[name] = refused
                 continue
             try:
                 mode = resolve_mode(source, mirror, self.source_mode)
@@ -58,6 +59,9 @@ class Freshness:
                 out[name] = TableCheck(merge="source mode conflict")  # the run reports it
                 continue
             step = planner.plan_table(source, mirror, mode, self.ask)
+            if isinstance(step, Blocked):  # the run would fail it (exit 1) until the user acts
+                out[name] = TableCheck(refused=step.reason, blocked=True)
+                continue
             due: List[str] = []
             if maintenance.requested and source.exists:
                 due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
@@ -68,12 +72,14 @@ class Freshness:
         return out
 
 
-def _refusal(source: TableState, mirror: TableState, namespace: str, name: str, cow_namespace: str) -> Optional[str]:
-    """Why the job would skip or refuse the table (identity.py), so no run is started for it."""
+def _refusal(source: TableState, mirror: TableState, namespace: str, name: str,
+             cow_namespace: str) -> Optional[TableCheck]:
+    """Why the job would skip the table (not OLake's) or refuse it (identity.py), so no run is
+    started for it."""
     if not source.exists:
         return None
     problem = source_problem(source, f"table {namespace}.{name}")
     if problem is not None:
-        return problem.reason
+        return TableCheck(refused=problem.reason, blocked=not problem.skip)
     owner = ownership(mirror, f"{namespace}.{name}", f"{cow_namespace}.{name}{MIRROR_SUFFIX}")
-    return None if owner.writable else owner.reason
+    return None if owner.writable else TableCheck(refused=owner.reason, blocked=True)

@@ -67,7 +67,7 @@ def load_config() -> DestinationConfig:
 
 
 # Also published with the service dimension only: the stack's alarms watch all namespaces at once.
-ALARMED = ("JobFailed", "LagSeconds")
+ALARMED = ("JobFailed", "LagSeconds", "TablesBlocked")
 
 
 def _publish(point: Point, dimensions: Dict[str, str]) -> None:

@@ -2,7 +2,7 @@
 follow-up): check the catalog, take the namespace's lease, ask the metadata what has work, start
 one EMR Serverless run."""
 import logging
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from botocore.exceptions import ClientError
 
@@ -22,10 +22,12 @@ from .decide import (
     PendingTables,
     Route,
     Skip,
+    Start,
     TableCheck,
     Tables,
     TableSelection,
     TriggerStatus,
+    blocked,
     covered,
     decide,
     lane_lease_until,
@@ -82,20 +84,16 @@ class Starts:
                 return Outcome(TriggerStatus.QUEUED, "another invocation is starting a run for this namespace")
         pending = held.pending
         try:
-            tables = covered(requested, pending)
-            tables = glue.held(namespace, tables) if glue else tables
-            checks = None if isinstance(tables, Skip) or opts.force else self._checks(cfg, glue, namespace, tables,
-                                                                                        opts)
-            decision = tables if isinstance(tables, Skip) else decide(tables, checks, opts.force,
-                                                                       opts.maintenance.requested)
+            decision, checks = self._decide(namespace, covered(requested, pending), opts, cfg, glue)
+            needs_you = blocked(checks) or None
             if isinstance(decision, Skip):
                 ctx.store.abandon(namespace, token, ())
                 ctx.emit(namespace, Point("Skipped", "Count", 1.0))
                 log.info("namespace %s: %s; no run started", namespace, decision.reason)
-                return Outcome(TriggerStatus.SKIPPED, decision.reason)
+                return Outcome(TriggerStatus.SKIPPED, decision.reason, needs_you=needs_you)
             way = route(decision, checks, lane_closed(ctx.s, cfg, opts))
             if way.lane is not None:
-                return self._on_lane(namespace, token, now, way, window, opts, cfg)
+                return self._on_lane(namespace, token, now, way, window, opts, cfg).about(needs_you=needs_you)
             run_id = ctx.runs.start(jobs.start_job_run_request(ctx.s, cfg, namespace, decision.tables, window, opts,
                                                                decision.maintenance))
         except Exception:
@@ -109,7 +107,21 @@ class Starts:
                  "; on EMR: " + "; ".join(f"{t}: {why}" for t, why in way.why.items()) if ctx.s.merge_function_arn
                  else "")
         return Outcome(TriggerStatus.STARTED, job_run_id=run_id, client_token=token, tables=_names(decision.tables),
-                       summary=summary_uri, **_routed(ctx.s, EMR, way))
+                       summary=summary_uri, needs_you=needs_you, **_routed(ctx.s, EMR, way))
+
+    def _decide(self, namespace: str, tables: Union[AllTables, Tables, Skip], opts: RunOptions,
+                cfg: DestinationConfig, glue: Optional[GlueTables]
+                ) -> Tuple[Union[Start, Skip], Optional[Dict[str, TableCheck]]]:
+        """Whether to start a run for `tables` (the covered ones), and each table's metadata check
+        (None: not read). Tables that need the user are counted in TablesBlocked, which the stack
+        alarms on: no failing run tells them any more."""
+        tables = glue.held(namespace, tables) if glue else tables
+        if isinstance(tables, Skip):
+            return tables, None
+        checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts)
+        if blocked(checks):
+            self.ctx.emit(namespace, Point("TablesBlocked", "Count", float(len(blocked(checks)))))
+        return decide(tables, checks, opts.force, opts.maintenance.requested), checks
 
     def _on_lane(self, namespace: str, token: str, now: int, way: Route, window: str, opts: RunOptions,
                  cfg: DestinationConfig) -> Outcome:
@@ -147,7 +159,7 @@ class Starts:
         return Outcome(TriggerStatus.DRY_RUN, decision.reason if isinstance(decision, Skip) else None,
                        would_start=not isinstance(decision, Skip), request=request,
                        tables_with_work=None if checks is None else sorted(
-                           t for t, c in checks.items() if c.merge or c.due),
+                           t for t, c in checks.items() if c.merge or c.due), needs_you=blocked(checks) or None,
                        **(_routed(self.ctx.s, EMR if way.lane is None else LAMBDA, way) if way else {}))
 
     def _checks(self, cfg: DestinationConfig, glue: Optional[GlueTables], namespace: str,
@@ -170,7 +182,10 @@ class Starts:
         log.info("metadata check for %s: %s", namespace,
                  {t: c for t, c in checks.items() if c.merge or c.due} or "nothing new, nothing due")
         for t, c in checks.items():
-            if c.refused:
+            if c.blocked:
+                log.error("%s.%s needs you: no run is started for it until this changes (a run could only fail): "
+                          "%s", namespace, t, c.refused)
+            elif c.refused:
                 log.warning("%s.%s: no run is started for it: %s", namespace, t, c.refused)
         return checks
 

@@ -126,6 +126,8 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
     code, result = lake.run_summary()
     assert code == 1 and "another olake-cow job truncates" in result["error"], result
     assert keeps_data(result["error"]), result["error"]
+    check = trigger_check(lake)  # the trigger starts no run that could only fail, and says why
+    assert check.blocked and check.merge is None and "another olake-cow job truncates" in str(check.refused), check
     snapshot = re.search(r"rollback_to_snapshot\('<mirror>', (\d+)\)", result["error"]).group(1)
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, OLake's new change merged
@@ -190,10 +192,14 @@ class LocalTables:
         return fresh_state(self.lake.tables, namespace, name)
 
 
-def trigger_sees_work(lake, delete_mode="keep"):
-    check = Freshness(LocalTables(lake), "_cow", None, TableAsk(delete_mode)).check(
+def trigger_check(lake, delete_mode="keep"):
+    """The trigger's metadata check of table t (lambda/olake_trigger/freshness.py)."""
+    return Freshness(LocalTables(lake), "_cow", None, TableAsk(delete_mode)).check(
         lake.ns, ["t"], MaintenanceOptions(), 0)["t"]
-    return check.merge is not None
+
+
+def trigger_sees_work(lake, delete_mode="keep"):
+    return trigger_check(lake, delete_mode).merge is not None
 
 
 def job_sees_work(lake, *args):

@@ -1,6 +1,7 @@
 """The trigger Lambda end to end against moto: outcomes are read back from moto's state (job
 runs, schedules, DynamoDB items) and from the EMF metrics printed on stdout."""
 import json
+import logging
 import re
 
 import pytest
@@ -576,18 +577,46 @@ def _foreign(meta):
     return out
 
 
-@pytest.mark.parametrize("source, mirror", [
-    (lambda: _without_key(fixture("ro_source_new_commit.metadata.json")), lambda: None),
+def _format_v1(meta):
+    """OLake's table as an Iceberg v1 table: readonly mode reads only v2 row-level deletes (the
+    planner's Blocked step: the run would fail the table until the user acts)."""
+    return dict(json.loads(json.dumps(meta)), **{"format-version": 1})
+
+
+@pytest.mark.parametrize("source, mirror, needs_you", [
+    (lambda: _without_key(fixture("ro_source_new_commit.metadata.json")), lambda: None, None),
     (lambda: fixture("ro_source_new_commit.metadata.json"),
-     lambda: _foreign(fixture("ro_mirror_after_job.metadata.json"))),
-], ids=["no-olake-id", "foreign-mirror"])
-def test_a_table_the_job_would_skip_or_refuse_starts_no_run_on_a_schedule(aws, source, mirror):
+     lambda: _foreign(fixture("ro_mirror_after_job.metadata.json")), "was not made by olake-cow"),
+    (lambda: _format_v1(fixture("ro_source_new_commit.metadata.json")),
+     lambda: fixture("ro_mirror_after_job.metadata.json"), "format version 1"),
+], ids=["no-olake-id", "foreign-mirror", "blocked-step"])
+def test_a_table_the_job_would_skip_or_refuse_starts_no_run_on_a_schedule(aws, capsys, caplog, source, mirror,
+                                                                           needs_you):
+    """A table the job would skip (not OLake's) starts no run, quietly; one it would fail (a
+    refusal, a Blocked step) starts no run either, since every run could only fail until the user
+    acts, but is reported as needing them: the answer names it, the log says why and the
+    TablesBlocked metric, which the stack alarms on, counts it."""
     aws.glue_table("sales", "orders", source())
     if mirror() is not None:
         aws.glue_table("sales_cow", "orders_cow", mirror())
-    out = aws.invoke({"namespace": "sales", "tables": ["orders"]})
+    capsys.readouterr()
+    trigger_log = logging.getLogger("olake_trigger")  # Powertools' handler does not pass it on to caplog's
+    trigger_log.addHandler(caplog.handler)
+    try:
+        out = aws.invoke({"namespace": "sales", "tables": ["orders"]})
+    finally:
+        trigger_log.removeHandler(caplog.handler)
     assert out["status"] == "skipped", out
     assert aws.job_runs() == []
+    blocked = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"TablesBlocked"' in line]
+    if needs_you is None:
+        assert "needs_you" not in out and not blocked, (out, blocked)
+        return
+    assert set(out["needs_you"]) == {"orders"} and needs_you in out["needs_you"]["orders"], out
+    assert "orders" in out["reason"] and "need(s) you" in out["reason"], out
+    assert any("sales.orders needs you" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+    alarmed = [r for r in blocked if "namespace" not in r]  # the service-wide point the alarm watches
+    assert alarmed and alarmed[0]["TablesBlocked"] == [1.0], blocked
 
 
 def test_a_large_schemas_first_sync_is_one_run_of_the_namespace_with_a_small_state_item(aws):
