@@ -1,6 +1,8 @@
 """A throw-away Hive metastore (Thrift) for the hive catalog, run from the jars pyspark already ships
 (hive-metastore 2.3.9, Derby, DataNucleus): no download, no Docker. Derby keeps its database in a
-temporary folder; the schema is created on first use."""
+temporary folder; the schema is created on first use. Column type changes by position are allowed,
+as Iceberg's Hive documentation asks for schema evolution: otherwise the metastore refuses a user's
+DROP COLUMN in the middle of a table (the columns after it shift), which test_hive.py makes."""
 import os
 import shutil
 import socket
@@ -16,6 +18,7 @@ SITE = """<?xml version="1.0"?>
   <property><name>datanucleus.schema.autoCreateAll</name><value>true</value></property>
   <property><name>hive.metastore.schema.verification</name><value>false</value></property>
   <property><name>hive.async.log.enabled</name><value>false</value></property>
+  <property><name>hive.metastore.disallow.incompatible.col.type.changes</name><value>false</value></property>
   <property><name>hive.metastore.warehouse.dir</name><value>file://{warehouse}</value></property>
 </configuration>
 """

@@ -1,7 +1,75 @@
 """The job's main scenarios, run by each real-catalog module (test_glue.py, test_hive.py) on its own
 catalog: a first build, incremental updates and deletes of every kind OLake and users make, --verify,
-and a recreated source; every mirror read by Spark and the independent readers, against the model."""
-from testkit.lakes import rows
+and a recreated source; every mirror read by Spark and the independent readers, against the model.
+And a user's edits of the mirror whose handling goes through the catalog (a forged marker, a dropped
+column, unusable properties), which test_own.py runs on the file-system and JDBC catalogs."""
+import re
+
+from olake_cow.core.identity import MADE_BY_PROPERTY
+from testkit.lakes import make, rows
+
+ONE_READER = ("pyiceberg",)  # what these check is whose table it is and what it holds
+
+
+def kept(lake, table_q):
+    """What a user keeps of a table: its rows, its columns and its snapshots."""
+    spark = lake.writer.spark
+    data = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table_q}").collect())
+    schema = [(f.name, f.dataType.simpleString()) for f in spark.table(table_q).schema.fields]
+    history = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table_q}.snapshots").collect()]
+    return data, schema, history
+
+
+def keeps_data(advice):
+    """No advice to drop, move or remove a table or its files (saying not to is fine)."""
+    return not re.search(r"\b(drop|move|remove|delete)\b (the|it|this|them|that)\b",
+                         advice.replace("Do not drop the mirror", ""), re.IGNORECASE)
+
+
+def made_by_marker_alone(lake):
+    """A table at the mirror's name carrying only the made-by marker (no source named, no checkpoint)
+    is refused, one property being no proof, and the user keeps its rows, schema and snapshots."""
+    make(lake)
+    spark = lake.writer.spark
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {lake.catalog}.{lake.cow_ns}")
+    spark.sql(f"CREATE TABLE {lake.mirror_q('t')} (_olake_id string, v int, note string) USING iceberg "
+              f"TBLPROPERTIES ('{MADE_BY_PROPERTY}'='olake-cow')")
+    spark.sql(f"INSERT INTO {lake.mirror_q('t')} VALUES ('1', 1, 'mine'), ('2', 2, 'also mine')")
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 2 and "was not made by olake-cow" in result["error"] and "names no source" in result["error"]
+    assert keeps_data(result["error"])
+    assert kept(lake, lake.mirror_q("t")) == before
+
+
+def mirror_column_dropped(lake):
+    """A column a user dropped from a readonly mirror (a schema change, no data commit) is repaired
+    from OLake's table: every row has it again, not NULL."""
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
+    code, result = lake.run_summary()  # the source is quiet: the repair alone
+    assert code == 0 and result["repaired"] == 1
+    assert any("column s of the mirror was dropped by someone else" in n for n in result["notes"])
+    lake.assert_mirror_matches("t", engines=ONE_READER)  # every row has its `s` again
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date" and result["repaired"] == 0
+
+
+def unusable_mirror_properties(lake):
+    """Properties a user set on the mirror to what the job cannot use are reset, not failed at
+    every run, and the merge is audited as usual."""
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.wap.enabled'='false', "
+                          "'write.target-file-size-bytes'='lots')")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    props = lake.mirror("t").properties
+    assert props["write.wap.enabled"] == "true" and props["write.target-file-size-bytes"] == str(128 * 1024 * 1024)
+    lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
 def build_update_delete_verify(lake):

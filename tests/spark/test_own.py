@@ -8,9 +8,15 @@ import os
 import re
 
 import pytest
+from tests.spark.catalog_scenarios import (
+    keeps_data,
+    kept,
+    made_by_marker_alone,
+    mirror_column_dropped,
+    unusable_mirror_properties,
+)
 
 from olake_cow.cli import main as job_main
-from olake_cow.core.identity import MADE_BY_PROPERTY
 from olake_cow.core.maintenance import MaintenanceOptions
 from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import ancestors
@@ -23,51 +29,16 @@ pytestmark = [pytest.mark.spark]
 ONE_READER = ("pyiceberg",)
 
 
-def kept(lake, table_q):
-    """What a user keeps of a table: its rows, its columns and its snapshots."""
-    spark = lake.writer.spark
-    data = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {table_q}").collect())
-    schema = [(f.name, f.dataType.simpleString()) for f in spark.table(table_q).schema.fields]
-    history = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {table_q}.snapshots").collect()]
-    return data, schema, history
-
-
-def keeps_data(advice):
-    """No advice to drop, move or remove a table or its files (saying not to is fine)."""
-    return not re.search(r"\b(drop|move|remove|delete)\b (the|it|this|them|that)\b",
-                         advice.replace("Do not drop the mirror", ""), re.IGNORECASE)
-
-
 def boundaries(lake, table="t"):
     return [s.snapshot_id for s in ancestors(lake.source(table))[0] if s.is_boundary]
 
 
 def test_a_table_carrying_only_the_made_by_marker_is_refused_and_kept(catalog_lake):
-    lake = catalog_lake
-    make(lake)
-    spark = lake.writer.spark
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {lake.catalog}.{lake.cow_ns}")
-    spark.sql(f"CREATE TABLE {lake.mirror_q('t')} (_olake_id string, v int, note string) USING iceberg "
-              f"TBLPROPERTIES ('{MADE_BY_PROPERTY}'='olake-cow')")
-    spark.sql(f"INSERT INTO {lake.mirror_q('t')} VALUES ('1', 1, 'mine'), ('2', 2, 'also mine')")
-    before = kept(lake, lake.mirror_q("t"))
-    code, result = lake.run_summary()
-    assert code == 2 and "was not made by olake-cow" in result["error"] and "names no source" in result["error"]
-    assert keeps_data(result["error"])
-    assert kept(lake, lake.mirror_q("t")) == before
+    made_by_marker_alone(catalog_lake)
 
 
 def test_a_column_dropped_from_a_readonly_mirror_is_repaired_from_olakes_table(catalog_lake):
-    lake = catalog_lake
-    make(lake)
-    assert lake.run() == 0
-    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
-    code, result = lake.run_summary()  # the source is quiet: the repair alone
-    assert code == 0 and result["repaired"] == 1
-    assert any("column s of the mirror was dropped by someone else" in n for n in result["notes"])
-    lake.assert_mirror_matches("t", engines=ONE_READER)  # every row has its `s` again
-    code, result = lake.run_summary()
-    assert code == 0 and result["status"] == "up_to_date" and result["repaired"] == 0
+    mirror_column_dropped(catalog_lake)
 
 
 def test_a_column_renamed_in_a_truncate_mirror_is_refused_and_renaming_it_back_loses_nothing(make_lake, destinations):
@@ -241,18 +212,7 @@ def recreate(lake):
 
 
 def test_properties_a_user_set_to_what_the_job_cannot_use_are_reset_not_failed_at_every_run(catalog_lake):
-    lake = catalog_lake
-    make(lake)
-    assert lake.run() == 0
-    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.wap.enabled'='false', "
-                          "'write.target-file-size-bytes'='lots')")
-    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
-                             {"_olake_id": "2", "_op_type": "d"}])
-    code, result = lake.run_summary()
-    assert code == 0 and result["status"] == "merged", result
-    props = lake.mirror("t").properties
-    assert props["write.wap.enabled"] == "true" and props["write.target-file-size-bytes"] == str(128 * 1024 * 1024)
-    lake.assert_mirror_matches("t", engines=ONE_READER)
+    unusable_mirror_properties(catalog_lake)
 
 
 def mirrored_in_both_modes(make_lake, destinations, change):
