@@ -8,7 +8,7 @@ import re
 from olake_cow.core.identity import MADE_BY_PROPERTY
 from testkit.lakes import make, rows
 
-ONE_READER = ("pyiceberg",)  # what these check is whose table it is and what it holds
+ONE_READER = ("pyiceberg",)  # besides Spark: what these check is whose table it is, not how engines read it
 
 
 def kept(lake, table_q):

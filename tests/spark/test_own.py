@@ -9,6 +9,7 @@ import re
 
 import pytest
 from tests.spark.catalog_scenarios import (
+    ONE_READER,
     keeps_data,
     kept,
     made_by_marker_alone,
@@ -24,9 +25,8 @@ from olake_trigger.freshness import Freshness
 from testkit.lakes import make, rows
 
 pytestmark = [pytest.mark.spark]
-# What these tests check is whose table it is and what it holds, not how engines read it (test_mirror
-# reads every mirror with all four): Spark and pyiceberg read each mirror here.
-ONE_READER = ("pyiceberg",)
+# ONE_READER: what these tests check is whose table it is and what it holds, not how engines read it
+# (test_mirror reads every mirror with all four): Spark and pyiceberg read each mirror here.
 
 
 def boundaries(lake, table="t"):
@@ -103,6 +103,33 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, OLake's new change merged
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshots_are_expired(make_lake, destinations):
+    """A truncate-mode stack expires OLake's snapshots, and with them the truncates a rebuild is judged
+    by: the readonly mirror records the truncate it merged past, so a rebuild stays refused, and
+    --verify too. (The Spark engine merges such sources: it notes what the mirror keeps.)"""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    code, result = lake.run_summary()  # merges past the other job's truncate
+    assert code == 0 and result["status"] == "merged", result
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert not boundaries(lake)  # the truncate is out of OLake's history
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary("--delete-mode", "hard")
+    assert code == 1 and "another olake-cow job truncates" in result["error"], result
+    assert keeps_data(result["error"]) and kept(lake, lake.mirror_q("t")) == before
+    assert lake.run("--verify") == 2  # it would compare with a table that lost those rows
+    lake.writer.commit("t", [{"_olake_id": "6", "_op_type": "u", "v": 66}])
+    code, result = lake.run_summary()  # incremental merges go on, noting what the mirror keeps
+    assert code == 0 and result["status"] == "merged", result
+    assert any("another olake-cow job truncates" in n for n in result["notes"]), result["notes"]
+    lake.assert_mirror_matches("t", engines=ONE_READER)  # every row the other job moved out is here
 
 
 def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_losing_a_row(make_lake, destinations):

@@ -235,3 +235,27 @@ def test_a_readonly_mirror_is_never_rebuilt_from_a_source_another_job_truncated(
     assert plan(src, mirror(3)) == Merge(m(4), 4, False, m(3))  # an incremental merge is not a rebuild
     no_truncate = source(*chain(1, 2, 3, 4))
     assert readonly.plan(no_truncate, mirror(3), rebuild_reason="asked").rebuild  # rebuilt as before
+
+
+def test_a_truncate_the_mirror_went_past_is_recorded_so_a_rebuild_stays_refused_after_the_sources_expiry():
+    """Snapshot expiry (a truncate-mode stack expires its source) removes another job's truncate from
+    the history a rebuild is judged by; the mirror records the newest one it went past, with its
+    checkpoint, and the record keeps refusing the rebuild that would lose what it moved out."""
+    from olake_cow.core.checkpoint import OTHER_TRUNCATE_PROPERTY
+
+    boundary = snap(3, 2, "delete", added=0, deleted=1, **{BOUNDARY_KEY: "run"})  # its files moved out
+    record = ((OTHER_TRUNCATE_PROPERTY, f"{UUID}/3"),)
+    assert plan(source(*chain(1, 2), boundary), mirror(2)) == Advance(m(3), record)  # the truncate alone
+    assert plan(source(*chain(1, 2), boundary, snap(4, 3)), mirror(2)) == Merge(m(4), 4, False, m(2), "", record)
+    assert plan(source(*chain(1, 2, 3)), mirror(2)).properties == ()  # no truncate, nothing recorded
+    # a first build takes what the source holds now: nothing it went past
+    assert readonly.plan(source(*chain(1, 2), boundary, snap(4, 3)), MISSING).properties == ()
+
+    expired = source(snap(4, 3), snap(5, 4))  # 1-3 expired: the truncate is out of the history
+    recorded = mirror(4, props=dict(record))
+    asked = readonly.plan(expired, recorded, rebuild_reason="the mirror was built with --delete-mode keep")
+    assert isinstance(asked, Blocked) and "source snapshot 3" in asked.reason, asked
+    assert plan(expired, recorded) == Merge(m(5), 5, False, m(4))  # incremental merges go on
+    assert readonly.plan(expired, mirror(4), rebuild_reason="asked").rebuild  # unrecorded: as before
+    recreated = source(snap(4, 3), snap(5, 4), uuid="another-uuid")  # a record names its source
+    assert readonly.plan(recreated, mirror(4, uuid="another-uuid", props=dict(record)), rebuild_reason="asked").rebuild

@@ -24,6 +24,10 @@ DATA_CHECKPOINT_PROPERTY = "olake-cow.data-checkpoint"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
 FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
+# Readonly mirrors: "<source uuid>/<snapshot id>" of the newest truncate another olake-cow job made
+# on the source that this mirror went past (set with the checkpoint). It outlives the source's
+# snapshot expiry, which removes the truncate from the history a rebuild is judged by (readonly.py).
+OTHER_TRUNCATE_PROPERTY = "olake-cow.source-truncated-at"
 # Staged snapshots that failed their audit: never published, never picked up again.
 REJECTED_PROPERTY = "olake-cow.rejected-snapshots"
 REJECTED_KEPT = 20

@@ -23,11 +23,11 @@ row left is deleted.
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .checkpoint import Marker, find_checkpoint, marker_of, staged_snapshots
+from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots
 from .errors import ResyncNeededError
 from .identity import foreign_change, restore_advice
 from .snapshots import Operation, Snapshot, TableState, ancestors
-from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Publish, Step
+from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Properties, Publish, Step
 
 
 @dataclass(frozen=True)
@@ -97,8 +97,10 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
                        f"olake-cow job truncates that table in truncate mode (source snapshot {truncated[-1]}): it no "
                        "longer holds the rows that job moved into its own mirror, so nothing was written. "
                        + restore_advice(mirror))
-    merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason)
-    staged = None if pos.repair else _staged_merge(source, mirror, pos)
+    # A rebuild takes what the source holds now; an incremental merge keeps what a truncate moved out.
+    record = _record_truncates(source, pos.pending) if pos.since is not None else ()
+    merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason, record)
+    staged = None if pos.repair else _staged_merge(source, mirror, pos, record)
     if staged is not None:
         return staged
     if pos.since is None:
@@ -106,7 +108,7 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
     if pos.since.snapshot_id == pos.target.snapshot_id or not any(s.changes_files for s in pos.pending):
         return Done(UP_TO_DATE)
     if not any(_changes_content(s) for s in pos.pending):
-        return Advance(pos.target)
+        return Advance(pos.target, record)
     return merge
 
 
@@ -118,11 +120,24 @@ def _changes_content(snap: Snapshot) -> bool:
 
 
 def other_truncates(source: TableState, mirror: TableState) -> List[int]:
-    """Truncates another olake-cow job made in the source's current history, oldest first."""
-    return [s.snapshot_id for s in ancestors(source)[0] if s.is_boundary]
+    """Truncates another olake-cow job made on the source, oldest first: those in its current
+    history, and the newest the mirror went past (recorded on it: snapshot expiry removes them from
+    the history, not from what the mirror holds)."""
+    seen = [s.snapshot_id for s in ancestors(source)[0] if s.is_boundary]
+    uuid, _, snapshot = mirror.properties.get(OTHER_TRUNCATE_PROPERTY, "").partition("/")
+    if uuid == str(source.uuid) and snapshot.isdigit() and int(snapshot) not in seen:
+        seen.insert(0, int(snapshot))
+    return seen
 
 
-def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Optional[Publish]:
+def _record_truncates(source: TableState, pending: Sequence[Snapshot]) -> Properties:
+    """The property recording the newest truncate by another job among the snapshots the mirror
+    goes past (none: nothing to record)."""
+    passed = [s.snapshot_id for s in pending if s.is_boundary]
+    return ((OTHER_TRUNCATE_PROPERTY, f"{source.uuid}/{passed[-1]}"),) if passed else ()
+
+
+def _staged_merge(source: TableState, mirror: TableState, pos: _Position, record: Properties) -> Optional[Publish]:
     """A merge staged by an earlier run on the mirror's current snapshot, for a source snapshot
     between the checkpoint and the target: publish it instead of redoing it."""
     reachable = {s.snapshot_id: s for s in pos.pending}
@@ -131,7 +146,7 @@ def _staged_merge(source: TableState, mirror: TableState, pos: _Position) -> Opt
         if (m is None or snap.parent_id != mirror.current_id or m.source_uuid != source.uuid
                 or m.sequence_number is None or m.snapshot_id not in reachable):
             continue
-        return Publish(snap.snapshot_id, Merge(m, m.snapshot_id, pos.since is None, pos.since, pos.reason))
+        return Publish(snap.snapshot_id, Merge(m, m.snapshot_id, pos.since is None, pos.since, pos.reason, record))
     return None
 
 

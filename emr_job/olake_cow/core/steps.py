@@ -2,9 +2,11 @@
 tables' metadata and plans again; each step leaves the tables in a state from which planning again
 chooses correctly."""
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 from .checkpoint import Marker
+
+Properties = Tuple[Tuple[str, str], ...]  # (key, value) pairs: a step stays a frozen, comparable record
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class Merge:
     rebuild: bool
     since: Optional[Marker] = None
     reason: str = ""
+    properties: Properties = ()  # set on the mirror in the commit that moves its checkpoint
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Advance:
     move the checkpoint to `target` without touching the mirror's data."""
 
     target: Marker
+    properties: Properties = ()  # set on the mirror with the checkpoint
 
 
 @dataclass(frozen=True)

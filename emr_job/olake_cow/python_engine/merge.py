@@ -13,6 +13,7 @@ from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, merge_shape, touched_files
 from ..core.resolution import KEY
 from ..core.snapshots import Summary, TableState
+from ..core.steps import Merge
 from ..core.summary import TableResult
 from .manifests import Manifests, state_of
 from .resolve import ArrowChangeSet
@@ -30,16 +31,16 @@ def aligned(rows: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker, delete_mode: DeleteMode,
+def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode,
               result: TableResult) -> None:
     """Merge the change set into the cow mirror (pyiceberg table `mirror`, at `state`) and publish it
-    with `marker` as its checkpoint, in one commit."""
-    counts = cs.counts
+    with the step's target as its checkpoint and its properties, in one commit."""
+    counts, marker, recorded = cs.counts, step.target, dict(step.properties)
     touched, written = _rewrite(mirror, state, cs)
     if not touched and not written.num_rows:
         # Deletes of keys the mirror does not hold change nothing: only the checkpoint moves.
         with mirror.transaction() as tx:
-            tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id})
+            tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, **recorded})
         result.rows_deleted += counts.deletes
         return
     parent = state.snapshot(state.current_id)
@@ -47,7 +48,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, marker: Marker
     tx = mirror.transaction()
     _overwrite(tx, mirror, touched, written, marker)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
-                       DELETE_MODE_PROPERTY: str(delete_mode)})
+                       DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
     staged = _staged(tx)
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()

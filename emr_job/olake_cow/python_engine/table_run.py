@@ -129,7 +129,7 @@ class PythonTableRun:
                 raise HistoryError(f"{self.table}: {step.reason}")
             if isinstance(step, steps.Advance):
                 with mir.transaction() as tx:
-                    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id})
+                    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, **dict(step.properties)})
             elif isinstance(step, steps.Merge) and not step.rebuild:
                 self._merge(step, src, source, mir, mirror)
             elif isinstance(step, steps.Merge):
@@ -153,7 +153,7 @@ class PythonTableRun:
         self.result.files_read += cs.files_read
         self.result.bytes_read += cs.bytes_read
         t0 = time.monotonic()
-        merge_cow(mir, mirror, cs, step.target, self.opts.delete_mode, self.result)
+        merge_cow(mir, mirror, cs, step, self.opts.delete_mode, self.result)
         self.result.add_time("merging", time.monotonic() - t0)
         self.result.merges += 1
         self.say("merged source snapshot %s: %d row(s) upserted, %d key(s) deleted", step.target.snapshot_id,

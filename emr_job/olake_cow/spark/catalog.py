@@ -167,8 +167,10 @@ class IcebergCatalog:
         t.refresh()
         return int(t.currentSnapshot().snapshotId())
 
-    def set_checkpoint(self, namespace: str, table: str, value: str) -> None:
-        self.set_properties(namespace, table, {CHECKPOINT_PROPERTY: value})
+    def set_checkpoint(self, namespace: str, table: str, value: str,
+                       properties: Optional[Mapping[str, str]] = None) -> None:
+        """Move the checkpoint (and set `properties`) in one commit."""
+        self.set_properties(namespace, table, {CHECKPOINT_PROPERTY: value, **(properties or {})})
 
     def set_property(self, namespace: str, table: str, key: str, value: str) -> None:
         self.set_properties(namespace, table, {key: value})

@@ -13,6 +13,7 @@ from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, KeyMerge, MergeShape, WholeRewrite, merge_shape, unknown_shape
 from ..core.snapshots import Snapshot, Summary, TableState
+from ..core.steps import Merge
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
 from .change_set import ChangeSet, DataFrame
@@ -113,18 +114,19 @@ class MirrorWriter:
         rows = self.session.sql(f"SELECT * FROM {self.mirror_q} VERSION AS OF {int(read_id)}")
         return rows.where(key_condition("", keys)).select("_file").distinct().count() == shape.files
 
-    def publish(self, staged: Snapshot, marker: Marker, counts: ChangeCounts, parent_rows: int,
+    def publish(self, staged: Snapshot, merge: Merge, counts: ChangeCounts, parent_rows: int,
                 rebuild: bool, fmt: MirrorFormat) -> None:
-        """Audit the staged snapshot, then publish it with the checkpoint (one commit). A snapshot that
-        fails is recorded as rejected on the mirror, so no later run tries to publish it again."""
+        """Audit the staged snapshot, then publish it with the checkpoint and the merge's properties
+        (one commit). A snapshot that fails is recorded as rejected on the mirror, so no later run
+        tries to publish it again."""
         try:
             audit(staged, parent_rows, counts, rebuild, self.result.mirror, fmt)
         except AuditError:
             mirror = self.catalog.state(self.ns, self.name)
             self.catalog.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
             raise
-        self.catalog.publish(self.ns, self.name, staged.snapshot_id, marker.wap_id,
-                             {DELETE_MODE_PROPERTY: str(self.delete_mode)})
+        self.catalog.publish(self.ns, self.name, staged.snapshot_id, merge.target.wap_id,
+                             {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
         r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
         if rebuild:
             r.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -138,12 +140,12 @@ class MirrorWriter:
         r.files_read += rewritten
         r.bytes_read += staged.summary_int(Summary.REMOVED_FILES_SIZE)
 
-    def nothing_staged(self, counts: ChangeCounts, marker: Marker, rebuild: bool) -> None:
+    def nothing_staged(self, counts: ChangeCounts, merge: Merge, rebuild: bool) -> None:
         """A write that staged nothing may only be one that had nothing to upsert (deletes of keys
         the mirror does not hold change nothing)."""
         if counts.upserts or rebuild:
-            raise OlakeCowError(f"{self.result.mirror}: the merge for source snapshot {marker.snapshot_id} "
+            raise OlakeCowError(f"{self.result.mirror}: the merge for source snapshot {merge.target.snapshot_id} "
                                 "staged no snapshot")
-        self.catalog.set_checkpoint(self.ns, self.name, marker.wap_id)
+        self.catalog.set_checkpoint(self.ns, self.name, merge.target.wap_id, dict(merge.properties))
         self.result.rows_deleted += counts.deletes
 

@@ -102,7 +102,8 @@ class StepLoop:
 
     def _advance(self, step: steps.Advance) -> None:
         with Clock(self.result, "committing"):
-            self.job.catalog.set_checkpoint(self.opts.cow_namespace, self.job.mirror, step.target.wap_id)
+            self.job.catalog.set_checkpoint(self.opts.cow_namespace, self.job.mirror, step.target.wap_id,
+                                            dict(step.properties))
         self.job.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                      step.target.snapshot_id)
 
@@ -140,9 +141,9 @@ class StepLoop:
                 rebuild: bool, verb: str) -> None:
         with Clock(self.result, "committing"):
             if staged is not None:
-                self.job.writer.publish(staged, merge.target, counts, parent_rows, rebuild, self.path.fmt)
+                self.job.writer.publish(staged, merge, counts, parent_rows, rebuild, self.path.fmt)
             else:
-                self.job.writer.nothing_staged(counts, merge.target, rebuild)
+                self.job.writer.nothing_staged(counts, merge, rebuild)
         self.result.merges += 1
         self.job.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
                      staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts,
