@@ -245,7 +245,9 @@ def test_a_truncate_the_mirror_went_past_is_recorded_so_a_rebuild_stays_refused_
 
     boundary = snap(3, 2, "delete", added=0, deleted=1, **{BOUNDARY_KEY: "run"})  # its files moved out
     record = ((OTHER_TRUNCATE_PROPERTY, f"{UUID}/3"),)
-    assert plan(source(*chain(1, 2), boundary), mirror(2)) == Advance(m(3), record)  # the truncate alone
+    alone = plan(source(*chain(1, 2), boundary), mirror(2))  # the truncate alone since the checkpoint
+    assert alone == Advance(m(3), record) and has_work(alone)  # the trigger starts the run that records it
+    assert not has_work(Advance(m(3)))  # a rewrite alone: not worth a run
     assert plan(source(*chain(1, 2), boundary, snap(4, 3)), mirror(2)) == Merge(m(4), 4, False, m(2), "", record)
     assert plan(source(*chain(1, 2, 3)), mirror(2)).properties == ()  # no truncate, nothing recorded
     # a first build takes what the source holds now: nothing it went past

@@ -71,5 +71,8 @@ def plan_next(source: TableState, mirror: TableState, mode: SourceMode, target_i
 
 def has_work(step: Step) -> bool:
     """Whether a run would change anything for this table (the trigger's idle check). Moving the
-    checkpoint past the source's own file rewrites is not worth a run by itself."""
-    return not isinstance(step, (Done, Advance))
+    checkpoint past the source's own file rewrites is not worth a run by itself; past another job's
+    truncate it is: the mirror records it before the source's expiry can take it from the history."""
+    if isinstance(step, Advance):
+        return bool(step.properties)
+    return not isinstance(step, Done)
