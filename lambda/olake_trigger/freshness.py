@@ -55,8 +55,8 @@ class Freshness:
                 continue
             try:
                 mode = resolve_mode(source, mirror, self.source_mode)
-            except SourceModeError:
-                out[name] = TableCheck(merge="source mode conflict")  # the run reports it
+            except SourceModeError as exc:  # the stack asks another mode than the mirror's: every run fails it
+                out[name] = TableCheck(refused=str(exc), blocked=True)
                 continue
             step = planner.plan_table(source, mirror, mode, self.ask)
             if isinstance(step, Blocked):  # the run would fail it (exit 1) until the user acts

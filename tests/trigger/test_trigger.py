@@ -619,6 +619,18 @@ def test_a_table_the_job_would_skip_or_refuse_starts_no_run_on_a_schedule(aws, c
     assert alarmed and alarmed[0]["TablesBlocked"] == [1.0], blocked
 
 
+def test_a_stack_asking_another_mode_than_the_mirrors_starts_no_run_and_says_how_to_switch(aws):
+    """SourceMode=truncate on a stack whose mirror was built readonly: the run would refuse the
+    table at every sync (a run does not change a mirror's mode), so none is started; the answer
+    carries the job's own advice and TablesBlocked counts it."""
+    aws.apply_env(SOURCE_MODE="truncate")
+    aws.glue_table("sales", "orders", fixture("ro_source_new_commit.metadata.json"))
+    aws.glue_table("sales_cow", "orders_cow", fixture("ro_mirror_after_job.metadata.json"))
+    out = aws.invoke({"namespace": "sales", "tables": ["orders"]})
+    assert out["status"] == "skipped" and aws.job_runs() == [], out
+    assert "built in readonly mode" in out["needs_you"]["orders"], out
+
+
 def test_a_large_schemas_first_sync_is_one_run_of_the_namespace_with_a_small_state_item(aws):
     """1,000 tables of 155-character names commit in one sync: their names alone are 155 KB (5,000
     would pass DynamoDB's 400 KB item). The pending set becomes "all tables" and no item nears 100 KB."""
