@@ -9,7 +9,7 @@ from olake_cow.cli import main
 
 def finish(code: int) -> None:
     """End the process with `code`. A run on the python engine alone skips the interpreter's
-    teardown (freeing Arrow's buffers and some 700 modules one by one: 0.3 s of a 2 s process,
+    teardown (freeing Arrow's buffers and some 700 modules one by one: about 0.2 s of a 2 s process,
     docs/BENCHMARKS.md): by now every commit is made, every file closed, and the logs and output
     are flushed here. A process that loaded Spark exits the usual way (its gateway's exit hooks)."""
     if "pyspark" in sys.modules:
