@@ -45,7 +45,7 @@ import time
 import zlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench import ROOT
 
 CATALOG = "bench"
 COLUMNS = [("v", "int"), ("amount", "double"), ("status", "string"), ("note", "string"), ("qty", "bigint"),

@@ -22,10 +22,9 @@ import tempfile
 import time
 from typing import Any, Dict, List
 
-from bench import compile_job
+from bench import ROOT, compile_job
 from bench.cold import COLUMNS, md5_key, source_frame
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATALOG = "engines"
 
 

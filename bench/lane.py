@@ -23,11 +23,10 @@ import time
 import urllib.request
 from typing import Any, Dict, List
 
-from bench import compile_job
+from bench import ROOT, compile_job
 from bench.cold import COLUMNS, source_frame
 from bench.engines import batch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REGION, KEY, CATALOG, BUCKET = "us-east-1", "testing", "lanebench", "lake"
 
 

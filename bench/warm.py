@@ -30,14 +30,14 @@ import time
 import zlib
 from typing import Any, Dict, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("OLAKE_COW_DRIVER_MEMORY", "6g")
 
-from bench.cold import COLUMNS, md5_key, replace_section, source_frame  # noqa: E402
-from olake_cow.cli import main as job_main  # noqa: E402
-from olake_cow.core.identifiers import qualified  # noqa: E402
-from testkit.local import hadoop_destination, local_session, write_destination, writer_session  # noqa: E402
-from testkit.olake_writer import OlakeWriter  # noqa: E402
+from bench import ROOT
+from bench.cold import COLUMNS, md5_key, replace_section, source_frame
+from olake_cow.cli import main as job_main
+from olake_cow.core.identifiers import qualified
+from testkit.local import hadoop_destination, local_session, write_destination, writer_session
+from testkit.olake_writer import OlakeWriter
 
 CATALOG = "bench"
 SYSTEMS = ("cow", "dv", "truncate", "script")

@@ -137,9 +137,10 @@ def decide(tables: Union[AllTables, Tables], checks: Optional[Mapping[str, Table
     for t, items in due.items():
         why[t] = ", ".join(filter(None, [why.get(t), "maintenance due: " + ", ".join(items)]))
     if not why:
-        if blocked(checks):
-            return Skip(f"{', '.join(sorted(blocked(checks)))} need(s) you first (a run could only fail); every "
-                        "other table is up to date")
+        needs_you = sorted(blocked(checks))
+        if needs_you:
+            return Skip(f"{', '.join(needs_you)} need(s) you first (a run could only fail); every other table is "
+                        "up to date")
         return Skip("no source commit the mirror has not absorbed" + (" and no maintenance due" if maintenance else ""))
     return Start(Tables(tuple(sorted(why))), bool(due), why)
 

@@ -86,6 +86,8 @@ class Starts:
         try:
             decision, checks = self._decide(namespace, covered(requested, pending), opts, cfg, glue)
             needs_you = blocked(checks) or None
+            if needs_you:  # alarmed (template.yaml): no failing run tells the user any more
+                ctx.emit(namespace, Point("TablesBlocked", "Count", float(len(needs_you))))
             if isinstance(decision, Skip):
                 ctx.store.abandon(namespace, token, ())
                 ctx.emit(namespace, Point("Skipped", "Count", 1.0))
@@ -113,14 +115,11 @@ class Starts:
                 cfg: DestinationConfig, glue: Optional[GlueTables]
                 ) -> Tuple[Union[Start, Skip], Optional[Dict[str, TableCheck]]]:
         """Whether to start a run for `tables` (the covered ones), and each table's metadata check
-        (None: not read). Tables that need the user are counted in TablesBlocked, which the stack
-        alarms on: no failing run tells them any more."""
+        (None: not read)."""
         tables = glue.held(namespace, tables) if glue else tables
         if isinstance(tables, Skip):
             return tables, None
         checks = None if opts.force else self._checks(cfg, glue, namespace, tables, opts)
-        if blocked(checks):
-            self.ctx.emit(namespace, Point("TablesBlocked", "Count", float(len(blocked(checks)))))
         return decide(tables, checks, opts.force, opts.maintenance.requested), checks
 
     def _on_lane(self, namespace: str, token: str, now: int, way: Route, window: str, opts: RunOptions,
