@@ -54,7 +54,8 @@ class Freshness:
                 out[name] = refused
                 continue
             try:
-                mode = resolve_mode(source, mirror, self.source_mode)
+                mirror_name = f"{namespace + self.suffix}.{name + MIRROR_SUFFIX}"
+                mode = resolve_mode(source, mirror, self.source_mode, mirror_name)
             except SourceModeError as exc:  # the stack asks another mode than the mirror's: every run fails it
                 out[name] = TableCheck(refused=str(exc), blocked=True)
                 continue

@@ -132,6 +132,67 @@ def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshot
     lake.assert_mirror_matches("t", engines=ONE_READER)  # every row the other job moved out is here
 
 
+def expire_source(lake):
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert not boundaries(lake)  # the truncates are out of OLake's history
+
+
+def test_no_mirror_is_first_built_from_a_table_another_job_truncates_even_after_its_history_is_expired(
+        make_lake, destinations):
+    """Another job truncates OLake's table into its mirror: a new mirror in another namespace would lack
+    every row that job moved out. It is refused in either mode (it was built in truncate mode, or, once
+    OLake's snapshots were expired, in readonly mode from the emptied table), and the trigger says so."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    other = ["--cow-namespace", lake.ns + "_other", "--source-mode", "truncate"]
+    assert lake.run_raw(*other) == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "30", "_op_type": "c", "v": 30}])
+    assert lake.run_raw(*other) == 0 and boundaries(lake)
+    for expired in (False, True):
+        if expired:
+            lake.writer.commit("t", [{"_olake_id": "31", "_op_type": "c", "v": 31}])
+            expire_source(lake)
+        for asked in ([], ["--source-mode", "readonly"], ["--source-mode", "truncate"]):
+            before = lake.source_metadata()
+            code, result = lake.run_summary(*asked) if asked else lake.run_summary("--source-mode", "readonly")
+            if not asked:
+                code = lake.run_raw()
+            assert code == 2, (expired, asked, result)
+            assert lake.source_metadata() == before, (expired, asked)  # nothing truncated
+            assert not lake.mirror("t").exists, (expired, asked)
+        assert f"into its mirror {lake.ns}_other.t_cow" in result["error"], result
+        assert "would lack every row" in result["error"] and keeps_data(result["error"]), result["error"]
+        check = trigger_check(lake)
+        assert check.blocked and check.merge is None and "another olake-cow job truncates" in str(check.refused)
+    assert lake.run_raw(*other) == 0
+    lake.cow_ns = lake.ns + "_other"  # that job's mirror, the complete copy, holds every row OLake wrote
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_readonly_mirror_is_not_rebuilt_after_another_jobs_truncates_were_expired_before_it_ran(
+        make_lake, destinations):
+    """Another job truncates OLake's table and OLake's snapshots are expired before the readonly mirror
+    runs again: the snapshots it held are gone, so it would be rebuilt, from a table that lost the rows
+    that job moved out. The mark that job leaves on OLake's table refuses it; the mirror keeps its rows."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    expire_source(lake)
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 1 and f"into its mirror {lake.ns}_other.t_cow" in result["error"], result
+    assert "nothing was written" in result["error"] and keeps_data(result["error"]), result["error"]
+    assert kept(lake, lake.mirror_q("t")) == before
+    check = trigger_check(lake)
+    assert check.blocked and "another olake-cow job truncates" in str(check.refused), check
+    assert lake.run("--verify") == 2  # it would compare with a table that lost those rows
+
+
 def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_losing_a_row(make_lake, destinations):
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     make(lake)

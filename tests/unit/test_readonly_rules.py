@@ -261,3 +261,25 @@ def test_a_truncate_the_mirror_went_past_is_recorded_so_a_rebuild_stays_refused_
     assert readonly.plan(expired, mirror(4), rebuild_reason="asked").rebuild  # unrecorded: as before
     recreated = source(snap(4, 3), snap(5, 4), uuid="another-uuid")  # a record names its source
     assert readonly.plan(recreated, mirror(4, uuid="another-uuid", props=dict(record)), rebuild_reason="asked").rebuild
+
+
+def test_the_mark_a_truncate_job_leaves_on_olakes_table_refuses_any_other_mirror_built_from_it():
+    """A truncate-mode job names its mirror on OLake's table with each truncate. The mark outlives
+    snapshot expiry: no other mirror is first built, or a readonly one rebuilt, from the emptied table;
+    the job's own mirror, and mirrors already built, go on."""
+    from dataclasses import replace
+
+    from olake_cow.core.checkpoint import TRUNCATED_INTO_PROPERTY
+
+    marked = replace(source(*chain(4, 5)), properties={TRUNCATED_INTO_PROPERTY: "ns_cow.t_cow"})  # 1-3 expired
+    assert resolve_mode(marked, MISSING, None, "ns_cow.t_cow") == SourceMode.TRUNCATE  # its own, before its build
+    for asked in (None, SourceMode.READONLY, SourceMode.TRUNCATE):
+        with pytest.raises(SourceModeError, match=r"into its mirror ns_cow\.t_cow: .* other_cow\.t_cow built from it"):
+            resolve_mode(marked, MISSING, asked, "other_cow.t_cow")
+    built = mirror(5)
+    assert resolve_mode(marked, built, None, "other_cow.t_cow") == SourceMode.READONLY  # built before: goes on
+    assert plan(replace(marked, snapshots=marked.snapshots + (snap(6, 5),), current_id=6), built) == \
+        Merge(m(6), 6, False, m(5))
+    refused = readonly.plan(marked, mirror(2), rebuild_reason=None)  # its snapshot 2 expired: a rebuild
+    assert isinstance(refused, Blocked) and "into its mirror ns_cow.t_cow" in refused.reason, refused
+    assert readonly.plan(source(*chain(4, 5)), mirror(2)).rebuild  # unmarked: rebuilt as before

@@ -28,10 +28,20 @@ FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
 # on the source that this mirror went past (set with the checkpoint). It outlives the source's
 # snapshot expiry, which removes the truncate from the history a rebuild is judged by (readonly.py).
 OTHER_TRUNCATE_PROPERTY = "olake-cow.source-truncated-at"
+# On OLake's table, set by a truncate-mode job with each truncate: "<namespace>.<table>" of its mirror,
+# the only complete copy. It outlives the source's snapshot expiry, so no other mirror is ever first
+# built, or rebuilt, from a table that job emptied (modes.py, readonly.py).
+TRUNCATED_INTO_PROPERTY = "olake-cow.truncated-into"
 # Staged snapshots that failed their audit: never published, never picked up again.
 REJECTED_PROPERTY = "olake-cow.rejected-snapshots"
 REJECTED_KEPT = 20
 MARKER_KEYS = (Summary.WAP_ID, Summary.PUBLISHED_WAP_ID)
+
+
+def truncated_into(source: TableState) -> str:
+    """The mirror a truncate-mode job moves OLake's rows into, as it records it on OLake's table
+    ("": none does)."""
+    return source.properties.get(TRUNCATED_INTO_PROPERTY, "") if source.exists else ""
 
 
 @dataclass(frozen=True)

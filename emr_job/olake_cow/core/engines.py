@@ -10,7 +10,7 @@ from .errors import MirrorFormatError
 from .formats import FORMATS
 from .modes import MirrorFormat, SourceMode, resolve_format
 from .planner import TableAsk, rebuild_reason, repair_reason
-from .readonly import other_truncates
+from .readonly import truncated_by_another
 from .snapshots import TableState
 
 # The catalogs the python engine opens (pyiceberg): Hive and the file-system catalog stay on Spark.
@@ -54,7 +54,7 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
         return "truncate mode commits to OLake's table: the Spark engine runs it"
     if not FORMATS[fmt].python_engine or upgrade:
         return "no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark"
-    if other_truncates(source, mirror):
+    if truncated_by_another(source, mirror):
         return "another job truncates this source: the Spark engine notes what the mirror keeps"
     reason = repair_reason(source, mirror, ask) or rebuild_reason(source, mirror, ask)
     if reason:

@@ -14,7 +14,7 @@ switch.
 from enum import Enum
 from typing import Optional, Tuple
 
-from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, find_checkpoint
+from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
 from .errors import ConfigError, MirrorFormatError, SourceModeError
 from .formats import FORMATS, MirrorFormat
 from .snapshots import TableState, ancestors
@@ -28,8 +28,9 @@ class SourceMode(str, Enum):
 DEFAULT_SOURCE_MODE = SourceMode.READONLY
 
 
-def built_mode(source: TableState, mirror: TableState) -> Optional[SourceMode]:
-    """The mode the mirror was built with, from the tables' metadata; None before its first build."""
+def built_mode(source: TableState, mirror: TableState, mirror_name: str = "") -> Optional[SourceMode]:
+    """The mode the mirror (`mirror_name`: `<namespace>.<table>`) was built with, from the tables'
+    metadata; None before its first build."""
     if mirror.exists:
         recorded = mirror.properties.get(MODE_PROPERTY)
         if recorded in (SourceMode.READONLY.value, SourceMode.TRUNCATE.value):
@@ -37,7 +38,11 @@ def built_mode(source: TableState, mirror: TableState) -> Optional[SourceMode]:
         checkpoint = find_checkpoint(mirror)
         if checkpoint is not None:
             return SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
-    # A truncate-mode run that closed a change set but had not built the mirror yet.
+    # A truncate-mode run that closed a change set but had not built the mirror yet: OLake's table
+    # names the mirror it truncates into (older runs left only their boundaries).
+    into = truncated_into(source)
+    if into:
+        return SourceMode.TRUNCATE if _same_name(into, mirror_name) else None
     if source.exists and any(s.is_boundary for s in ancestors(source)[0]):
         return SourceMode.TRUNCATE
     return None
@@ -46,13 +51,29 @@ def built_mode(source: TableState, mirror: TableState) -> Optional[SourceMode]:
 def resolve_mode(source: TableState, mirror: TableState, requested: Optional[SourceMode],
                  mirror_name: str = "the mirror") -> SourceMode:
     """The mode this run uses for one table: the mirror's own, else the requested one, else
-    readonly. SourceModeError when the request contradicts the mirror's mode."""
-    built = built_mode(source, mirror)
+    readonly. SourceModeError when the request contradicts the mirror's mode, and before the first
+    build of a mirror of a table another job truncates (it would lack the rows that job moved out)."""
+    built = built_mode(source, mirror, mirror_name)
     if built is None:
+        into = truncated_into(source)
+        if into and not _same_name(into, mirror_name):
+            raise SourceModeError(truncated_elsewhere_advice(into, mirror_name))
         return requested or DEFAULT_SOURCE_MODE
     if requested is not None and requested != built:
         raise SourceModeError(switch_advice(mirror_name, built, requested))
     return built
+
+
+def _same_name(a: str, b: str) -> bool:
+    return a.lower() == b.lower()  # Glue and Hive names are case-insensitive (the job keeps the user's spelling)
+
+
+def truncated_elsewhere_advice(into: str, mirror_name: str) -> str:
+    return (f"another olake-cow job truncates OLake's table in truncate mode, into its mirror {into}: OLake's table "
+            f"holds only the changes since that job's last run, so {mirror_name} built from it would lack every row "
+            f"that job moved out. Nothing was written or truncated. {into} is the complete copy: read it. If that "
+            "job no longer runs and OLake has re-synced the table in full, remove its mark first (ALTER TABLE "
+            f"<OLake's table> UNSET TBLPROPERTIES ('{TRUNCATED_INTO_PROPERTY}')), then run again")
 
 
 def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode) -> str:

@@ -23,7 +23,7 @@ row left is deleted.
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots
+from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots, truncated_into
 from .errors import ResyncNeededError
 from .identity import foreign_change, restore_advice
 from .snapshots import Operation, Snapshot, TableState, ancestors
@@ -90,11 +90,11 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
     pos = _position(source, mirror, target_id, rebuild_reason)
     if not isinstance(pos, _Position):
         return pos
-    truncated = other_truncates(source, mirror) if pos.since is None and mirror.exists else []
+    truncated = truncated_by_another(source, mirror) if pos.since is None and mirror.exists else ""
     if truncated:
         # A rebuild reads OLake's table as it is now: the rows that job moved out would be lost.
         return Blocked(f"this readonly mirror would be rebuilt from OLake's table ({pos.reason}), but another "
-                       f"olake-cow job truncates that table in truncate mode (source snapshot {truncated[-1]}): it no "
+                       f"olake-cow job truncates that table in truncate mode ({truncated}): it no "
                        "longer holds the rows that job moved into its own mirror, so nothing was written. "
                        + restore_advice(mirror))
     # A rebuild takes what the source holds now; an incremental merge keeps what a truncate moved out.
@@ -128,6 +128,17 @@ def other_truncates(source: TableState, mirror: TableState) -> List[int]:
     if uuid == str(source.uuid) and snapshot.isdigit() and int(snapshot) not in seen:
         seen.insert(0, int(snapshot))
     return seen
+
+
+def truncated_by_another(source: TableState, mirror: TableState) -> str:
+    """Where another olake-cow job's truncates of the source show ("": nowhere): the newest in the
+    source's history or recorded on the mirror, else the mark that job leaves on OLake's table (it
+    outlives expiry of truncates the mirror never went past)."""
+    seen = other_truncates(source, mirror)
+    if seen:
+        return f"source snapshot {seen[-1]}"
+    into = truncated_into(source)
+    return f"into its mirror {into}" if into else ""
 
 
 def _record_truncates(source: TableState, pending: Sequence[Snapshot]) -> Properties:

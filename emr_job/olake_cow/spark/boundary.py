@@ -1,15 +1,20 @@
 """Truncate mode's one write to OLake's table: closing the open change set (core/truncate.py
 plans when)."""
+from ..core.checkpoint import TRUNCATED_INTO_PROPERTY
 from ..core.snapshots import BOUNDARY_KEY
 from .catalog import IcebergCatalog
 
 
-def close_change_set(catalog: IcebergCatalog, namespace: str, table: str, run_id: str) -> int:
-    """Delete every file of the source's current snapshot in one commit marked as a boundary; the
-    new boundary's id. On a concurrent commit Iceberg retries on the new base, so the boundary's
-    parent always holds exactly what was removed."""
+def close_change_set(catalog: IcebergCatalog, namespace: str, table: str, run_id: str, mirror: str) -> int:
+    """Delete every file of the source's current snapshot in one commit marked as a boundary, which
+    also names the mirror the rows go to on OLake's table (`mirror`: `<namespace>.<table>`); the new
+    boundary's id. On a concurrent commit Iceberg retries the transaction on the new base, so the
+    boundary's parent always holds exactly what was removed."""
     t = catalog.load(namespace, table)
     always = catalog.iceberg.expressions.Expressions.alwaysTrue()
-    t.newDelete().deleteFromRowFilter(always).set(BOUNDARY_KEY, run_id).commit()
+    txn = t.newTransaction()
+    txn.updateProperties().set(TRUNCATED_INTO_PROPERTY, mirror).commit()
+    txn.newDelete().deleteFromRowFilter(always).set(BOUNDARY_KEY, run_id).commit()
+    txn.commitTransaction()
     t.refresh()
     return int(t.currentSnapshot().snapshotId())

@@ -96,7 +96,7 @@ class StepLoop:
     def _truncate(self) -> None:
         with Clock(self.result, "committing"):
             bid = boundary.close_change_set(self.job.catalog, self.opts.source_namespace, self.job.table,
-                                            self.opts.run_id)
+                                            self.opts.run_id, self.result.mirror)
         self.result.truncated += 1
         self.job.say("closed the open change set: boundary snapshot %s", bid)
 
