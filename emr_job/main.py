@@ -4,7 +4,7 @@ import logging
 import os
 import sys
 
-from olake_cow.cli import main
+from olake_cow.cli import hide_numpy, main
 
 
 def finish(code: int) -> None:
@@ -21,4 +21,5 @@ def finish(code: int) -> None:
 
 
 if __name__ == "__main__":
+    hide_numpy()
     finish(main())

@@ -613,10 +613,24 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
     return results, dict(handed)
 
 
+def hide_numpy() -> None:
+    """For the job's own process (main.py): pyarrow imports NumPy whenever it is installed, 0.13 s of
+    a python-engine run that never uses it (the express lane's function ships without it). Spark's
+    Python side may import it: it is back before Spark starts (_on_spark)."""
+    if "pyarrow" not in sys.modules:
+        sys.modules.setdefault("numpy", None)  # type: ignore[arg-type]  # None: "import numpy" fails
+
+
+def _unhide_numpy() -> None:
+    if "numpy" in sys.modules and sys.modules["numpy"] is None:
+        del sys.modules["numpy"]
+
+
 def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
               summary: Dict[str, Any]) -> List[TableResult]:
     """The results of the tables the python engine `handed` over ({table: why}; None: the asked
     tables) on the Spark engine."""
+    _unhide_numpy()
     from .spark.catalog import IcebergCatalog
     from .spark.runner import dropped_sources, run_tables
     from .spark.session import build_session
