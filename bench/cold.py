@@ -574,7 +574,8 @@ def _growth(tiers: Dict[str, Any], small_tier: str, large_tier: str, add: Any) -
     for w in tiers.get(large_tier, {}).get("workloads", []):
         base = small.get(w["name"].split("_", 1)[1])
         for fmt in ("dv", "cow"):
-            if base and fmt in w["incremental_s"] and (fmt == "dv" or w["skew"] == "recent"):
+            if (base and fmt in w["incremental_s"] and fmt in base["incremental_s"]  # --systems may leave one out
+                    and (fmt == "dv" or w["skew"] == "recent")):
                 growth = w["incremental_s"][fmt] / max(base["incremental_s"][fmt], 0.01)
                 big, one = f"{w['rows'] // 1_000_000}M", f"{base['rows'] // 1_000_000}M"
                 add(f"{fmt} at {big} rows at most 1.5x its time at {one}: {w['key']} {w['skew']}"
