@@ -105,21 +105,30 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
-def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshots_are_expired(make_lake, destinations):
-    """A truncate-mode stack expires OLake's snapshots, and with them the truncates a rebuild is judged
-    by: the readonly mirror records the truncate it merged past, so a rebuild stays refused, and
-    --verify too. (The Spark engine merges such sources: it notes what the mirror keeps.)"""
-    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+def expire_source(lake):
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    assert not boundaries(lake)  # the truncates are out of OLake's history
+
+
+def mirrored_then_truncated_by_another_job(lake):
+    """A readonly mirror of t, then another job's truncate of OLake's table and a commit after it."""
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
     assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    return lake
+
+
+def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshots_are_expired(make_lake, destinations):
+    """A truncate-mode stack expires OLake's snapshots, and with them the truncates a rebuild is judged
+    by: the readonly mirror records the truncate it merged past, so a rebuild stays refused, and
+    --verify too. (The Spark engine merges such sources: it notes what the mirror keeps.)"""
+    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"))
     code, result = lake.run_summary()  # merges past the other job's truncate
     assert code == 0 and result["status"] == "merged", result
-    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
-                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
-    assert not boundaries(lake)  # the truncate is out of OLake's history
+    expire_source(lake)
     before = kept(lake, lake.mirror_q("t"))
     code, result = lake.run_summary("--delete-mode", "hard")
     assert code == 1 and "another olake-cow job truncates" in result["error"], result
@@ -130,12 +139,6 @@ def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshot
     assert code == 0 and result["status"] == "merged", result
     assert any("another olake-cow job truncates" in n for n in result["notes"]), result["notes"]
     lake.assert_mirror_matches("t", engines=ONE_READER)  # every row the other job moved out is here
-
-
-def expire_source(lake):
-    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
-                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
-    assert not boundaries(lake)  # the truncates are out of OLake's history
 
 
 def test_no_mirror_is_first_built_from_a_table_another_job_truncates_even_after_its_history_is_expired(
@@ -176,12 +179,7 @@ def test_a_readonly_mirror_is_not_rebuilt_after_another_jobs_truncates_were_expi
     """Another job truncates OLake's table and OLake's snapshots are expired before the readonly mirror
     runs again: the snapshots it held are gone, so it would be rebuilt, from a table that lost the rows
     that job moved out. The mark that job leaves on OLake's table refuses it; the mirror keeps its rows."""
-    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
-    make(lake)
-    assert lake.run() == 0
-    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
-    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
-    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"))
     expire_source(lake)
     before = kept(lake, lake.mirror_q("t"))
     code, result = lake.run_summary()
