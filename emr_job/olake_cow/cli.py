@@ -622,7 +622,7 @@ def hide_numpy() -> None:
 
 
 def _unhide_numpy() -> None:
-    if "numpy" in sys.modules and sys.modules["numpy"] is None:
+    if sys.modules.get("numpy", False) is None:
         del sys.modules["numpy"]
 
 

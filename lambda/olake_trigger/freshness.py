@@ -47,16 +47,16 @@ class Freshness:
         """Per table: why it needs a merge, and which requested maintenance is due."""
         out: Dict[str, TableCheck] = {}
         for name in (list(tables) if tables else self.tables.iceberg_tables(namespace)):
+            cow_namespace, mirror_table = namespace + self.suffix, name + MIRROR_SUFFIX
             source = self.tables.state(namespace, name)
-            mirror = self.tables.state(namespace + self.suffix, name + MIRROR_SUFFIX)
-            refused = _refusal(source, mirror, namespace, name, namespace + self.suffix)
+            mirror = self.tables.state(cow_namespace, mirror_table)
+            refused = _refusal(source, mirror, f"{namespace}.{name}", f"{cow_namespace}.{mirror_table}")
             if refused:
                 out[name] = refused
                 continue
             try:
-                mirror_name = f"{namespace + self.suffix}.{name + MIRROR_SUFFIX}"
-                mode = resolve_mode(source, mirror, self.source_mode, mirror_name)
-            except SourceModeError as exc:  # the stack asks another mode than the mirror's: every run fails it
+                mode = resolve_mode(source, mirror, self.source_mode, f"{cow_namespace}.{mirror_table}")
+            except SourceModeError as exc:  # every run would refuse it: another mode asked, another job's source
                 out[name] = TableCheck(refused=str(exc), blocked=True)
                 continue
             step = planner.plan_table(source, mirror, mode, self.ask)
@@ -73,14 +73,13 @@ class Freshness:
         return out
 
 
-def _refusal(source: TableState, mirror: TableState, namespace: str, name: str,
-             cow_namespace: str) -> Optional[TableCheck]:
+def _refusal(source: TableState, mirror: TableState, source_name: str, mirror_name: str) -> Optional[TableCheck]:
     """Why the job would skip the table (not OLake's) or refuse it (identity.py), so no run is
     started for it."""
     if not source.exists:
         return None
-    problem = source_problem(source, f"table {namespace}.{name}")
+    problem = source_problem(source, f"table {source_name}")
     if problem is not None:
         return TableCheck(refused=problem.reason, blocked=not problem.skip)
-    owner = ownership(mirror, f"{namespace}.{name}", f"{cow_namespace}.{name}{MIRROR_SUFFIX}")
+    owner = ownership(mirror, source_name, mirror_name)
     return None if owner.writable else TableCheck(refused=owner.reason, blocked=True)

@@ -50,7 +50,7 @@ def mirrored(lake, n, partition_by=()):
 def due_now(lake, asked):
     """What the trigger's check (maintenance_due) finds due on the table now, as the Lambda asks it."""
     source, mirror = lake.source("t"), lake.mirror("t")
-    floor = for_mode(resolve_mode(source, mirror, None)).expiry_floor(source, mirror)
+    floor = for_mode(resolve_mode(source, mirror, None, f"{lake.cow_ns}.t_cow")).expiry_floor(source, mirror)
     return maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv")
 
 

@@ -180,13 +180,13 @@ def test_a_rewrite_from_an_unknown_starting_point_needs_a_resync():
 # --- source mode ----------------------------------------------------------------------------------
 def test_new_mirrors_are_readonly_unless_asked_otherwise():
     src = source(*chain(1, 2))
-    assert resolve_mode(src, MISSING, None) == SourceMode.READONLY
-    assert resolve_mode(src, MISSING, SourceMode.TRUNCATE) == SourceMode.TRUNCATE
+    assert resolve_mode(src, MISSING, None, "ns_cow.t_cow") == SourceMode.READONLY
+    assert resolve_mode(src, MISSING, SourceMode.TRUNCATE, "ns_cow.t_cow") == SourceMode.TRUNCATE
 
 
 def test_an_existing_mirror_keeps_its_mode_and_refuses_the_other():
     src = source(*chain(1, 2))
-    assert resolve_mode(src, mirror(2), None) == SourceMode.READONLY
+    assert resolve_mode(src, mirror(2), None, "ns_cow.t_cow") == SourceMode.READONLY
     with pytest.raises(SourceModeError, match=r"built in readonly mode.*drop the mirror"):
         resolve_mode(src, mirror(2), SourceMode.TRUNCATE, "ns_cow.t_cow")
 
@@ -195,13 +195,13 @@ def test_mirrors_from_before_the_mode_property_are_truncate_mode():
     legacy = TableState(True, "m", 900, (Snapshot(900, None, 900, "overwrite", {"wap.id": Marker(UUID, 7).wap_id}),))
     assert built_mode(source(*chain(1, 2)), legacy) == SourceMode.TRUNCATE
     with pytest.raises(SourceModeError, match="re-sync the table"):
-        resolve_mode(source(*chain(1, 2)), legacy, SourceMode.READONLY)
+        resolve_mode(source(*chain(1, 2)), legacy, SourceMode.READONLY, "ns_cow.t_cow")
 
 
 def test_a_truncated_source_without_a_mirror_yet_stays_in_truncate_mode():
     boundary = Snapshot(3, 2, 3000, "delete", {BOUNDARY_KEY: "run"}, sequence_number=3)
     src = source(*chain(1, 2), boundary)
-    assert resolve_mode(src, MISSING, None) == SourceMode.TRUNCATE
+    assert resolve_mode(src, MISSING, None, "ns_cow.t_cow") == SourceMode.TRUNCATE
 
 
 def test_readonly_source_expiry_keeps_the_snapshot_the_mirror_holds():

@@ -49,14 +49,15 @@ def built_mode(source: TableState, mirror: TableState, mirror_name: str = "") ->
 
 
 def resolve_mode(source: TableState, mirror: TableState, requested: Optional[SourceMode],
-                 mirror_name: str = "the mirror") -> SourceMode:
-    """The mode this run uses for one table: the mirror's own, else the requested one, else
-    readonly. SourceModeError when the request contradicts the mirror's mode, and before the first
-    build of a mirror of a table another job truncates (it would lack the rows that job moved out)."""
+                 mirror_name: str) -> SourceMode:
+    """The mode this run uses for the mirror `mirror_name` (`<namespace>.<table>`): the mirror's own,
+    else the requested one, else readonly. SourceModeError when the request contradicts the mirror's
+    mode, and before the first build of a mirror of a table another job truncates (it would lack the
+    rows that job moved out)."""
     built = built_mode(source, mirror, mirror_name)
     if built is None:
-        into = truncated_into(source)
-        if into and not _same_name(into, mirror_name):
+        into = truncated_into(source)  # not this mirror's: built_mode would have said truncate
+        if into:
             raise SourceModeError(truncated_elsewhere_advice(into, mirror_name))
         return requested or DEFAULT_SOURCE_MODE
     if requested is not None and requested != built:

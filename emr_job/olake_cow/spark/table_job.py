@@ -196,8 +196,8 @@ class TableJob:
 def _other_truncates_note(source: TableState, mirror: TableState, mode: SourceMode, name: str) -> Optional[str]:
     """A readonly mirror keeps the rows another olake-cow job's truncates removed from its source
     (core/readonly.py): the note that says so."""
-    truncates = truncated_by_another(source, mirror) if mode == SourceMode.READONLY else ""
-    if not truncates:
+    where = truncated_by_another(source, mirror) if mode == SourceMode.READONLY else ""
+    if not where:
         return None
-    return (f"another olake-cow job truncates {name} in truncate mode ({truncates}): this "
+    return (f"another olake-cow job truncates {name} in truncate mode ({where}): this "
             "readonly mirror keeps the rows those truncates removed")
