@@ -6,9 +6,8 @@ key written twice in one commit); run the job in its default (readonly) mode; sh
 the mirror, that the mirror equals the resolved source, and that the source was left exactly as it
 was. Then one more CDC batch and an incremental run, and `--verify`. Last, the Python engine (no
 JVM: Arrow and pyiceberg) on a jdbc catalog on a local PostgreSQL server, beside the file-system
-one (the python engine does not commit to file-system catalogs): Spark builds the mirror
-(`--engine auto` hands the first build over), the Python engine merges the next sync, and four
-readers check it.
+one (the python engine does not commit to file-system catalogs): the Python engine builds the
+mirror and merges the next sync, and four readers check it.
 """
 import json
 import os
@@ -157,7 +156,7 @@ def main() -> int:
 
 
 def python_engine(root) -> bool:
-    """The Python engine on a jdbc catalog on PostgreSQL: Spark builds, the Python engine merges."""
+    """The Python engine on a jdbc catalog on PostgreSQL: it builds the mirror, then merges a sync."""
     say("the Python engine (Arrow and pyiceberg, no JVM) on a jdbc catalog on a local PostgreSQL server")
     why = pg.available()
     if why:
@@ -187,13 +186,13 @@ def _python_engine(root, server) -> bool:
                             for i in range(2000)])
     args = ["--destination-details", dest_path, "--source-namespace", NS, "--quiet"]
     ok = True
-    for step, engine in (("first build", "auto"), ("next sync", "python")):
+    for step, engine in (("first build", "python"), ("next sync", "python")):
         if step == "next sync":
             writer.commit(TABLE, [{"_olake_id": str(k), "_op_type": "u", "customer": "c", "amount": k,
                                    "status": "paid"} for k in range(0, 2000, 40)]
                           + [{"_olake_id": "7", "_op_type": "d"}, {"_olake_id": "n1", "_op_type": "c", "amount": 1}],
                           pure_deletes=["11"])
-        summary = os.path.join(WORK, f"summary-{engine}.json")
+        summary = os.path.join(WORK, f"summary-python-{step.replace(' ', '-')}.json")
         started = time.monotonic()
         rc = job(args + ["--engine", engine, "--summary-out", summary])
         took = time.monotonic() - started

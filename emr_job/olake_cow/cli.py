@@ -517,7 +517,7 @@ def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSett
     check_summary_bucket(args.summary_out, args.region)
     check_local_namespace(cfg, job, tables)
     return RunSettings(cfg, job, tables, extra, args.spark_master, args.summary_out, Engine(args.engine),
-                       Budget(args.python_max_mb * MB), args.hand_over)
+                       Budget(args.python_max_mb * MB, first_builds=not args.hand_over), args.hand_over)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -38,7 +38,7 @@ class Freshness:
 
     def __init__(self, tables: GlueTables, cow_suffix: str, source_mode: Optional[SourceMode] = None,
                  ask: TableAsk = TableAsk(), mirror_format: Optional[MirrorFormat] = None,
-                 budget: Budget = Budget()) -> None:
+                 budget: Budget = Budget(first_builds=False)) -> None:
         self.tables, self.suffix, self.source_mode, self.ask = tables, cow_suffix, source_mode, ask
         self.mirror_format, self.budget = mirror_format, budget
 

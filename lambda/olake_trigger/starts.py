@@ -170,8 +170,9 @@ class Starts:
             return None
         try:
             s = self.ctx.s
+            lane = Budget(s.lane_max_mb * MB, first_builds=False)
             checks = Freshness(glue, s.cow_suffix, opts.source_mode or s.source_mode, TableAsk(s.delete_mode),
-                               opts.mirror_format or s.mirror_format, Budget(s.lane_max_mb * MB)).check(
+                               opts.mirror_format or s.mirror_format, lane).check(
                 namespace, tables.names if isinstance(tables, Tables) else None, opts.maintenance,
                 self.ctx.now() * 1000)
         except (ClientError, ValueError, KeyError) as exc:

@@ -1,14 +1,16 @@
 """The Python engine (--engine python: Arrow and pyiceberg, no JVM) and the Spark engine behind the
-same core: each scenario runs on both and the mirror must equal the OLake writer's model, read by
-Spark, pyiceberg, DuckDB and iceberg-rust. First builds are Spark's (--engine auto hands them
-over); the engines alternate on one mirror; what the Python engine does not serve is refused in one
-line before anything is read (README, Engines)."""
+same core: each scenario, first build included, runs on both and the mirror must equal the OLake
+writer's model, read by Spark, pyiceberg, DuckDB and iceberg-rust; both engines make the same mirror
+and refuse the same places for it; the engines alternate on one mirror; what the Python engine does
+not serve is refused in one line before anything is read (README, Engines)."""
+import datetime as dt
 import json
 import os
 
 import pytest
 from tests.spark.conftest import Lake
 
+from olake_cow.python_engine.catalog import open_catalog
 from olake_cow.spark.session import local_aws_jars
 from testkit.catalogs import glue_destination, glue_io, reference_destination, reference_io, renamed
 from testkit.lakes import first_build, olake_changes
@@ -33,7 +35,7 @@ def _merged_by(lake, engine, *args, mode="keep"):
 @pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
 def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations, tmp_root, engine, delete_mode):
     lake = _lake(spark, destinations, tmp_root)
-    first_build(lake, delete_mode)
+    first_build(lake, delete_mode, engine=engine)
     olake_changes(lake, 10, delete_mode)
     _merged_by(lake, engine)
     # another tool rewrites the source's files, then OLake commits again
@@ -51,7 +53,7 @@ def test_every_kind_of_change_in_each_of_olakes_delete_modes(spark, destinations
 def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):
     lake = make_lake(renamed(glue_destination(moto_s3_glue), "gluepy"), "glue", "readonly", "cow",
                      glue_io(moto_s3_glue))
-    first_build(lake, delete_mode)
+    first_build(lake, delete_mode, engine=engine)
     for base in (10, 30):
         olake_changes(lake, base, delete_mode)
         _merged_by(lake, engine)
@@ -60,7 +62,7 @@ def test_glue_and_s3(make_lake, moto_s3_glue, engine, delete_mode):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_rest_reference_server_with_oauth2(make_lake, reference, engine):
     lake = make_lake(reference_destination(reference, "refpy"), "rest", "readonly", "cow", reference_io(reference))
-    first_build(lake, "position")
+    first_build(lake, "position", engine=engine)
     for base in (10, 30):
         olake_changes(lake, base, "position")
         _merged_by(lake, engine)
@@ -71,7 +73,8 @@ def test_hard_delete_mode_and_a_bucketed_source(spark, destinations, tmp_root, e
     lake = _lake(spark, destinations, tmp_root)
     lake.writer.create_table("t", [("v", "int"), ("s", "string")], partition_by=["bucket(4, _olake_id)"])
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(80)])
-    assert lake.run("--engine", "auto", "--delete-mode", "hard") == 0
+    assert lake.run("--engine", engine, "--delete-mode", "hard") == 0
+    lake.assert_mirror_matches("t", "hard", engines=["pyiceberg"])
     for base in (10, 40):
         olake_changes(lake, base)
         _merged_by(lake, engine, mode="hard")
@@ -103,13 +106,107 @@ def test_a_merge_over_the_budget_goes_to_spark_with_auto_and_is_refused_with_pyt
     lake.assert_mirror_matches("t", engines=["pyiceberg"])
 
 
-def test_a_first_build_with_the_python_engine_is_refused_and_creates_nothing(spark, destinations, tmp_root, capsys):
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
+def test_a_first_build_of_a_source_that_already_holds_every_kind_of_change(spark, destinations, tmp_root, engine,
+                                                                           delete_mode):
+    """The whole source snapshot, its deletes of each kind resolved (duplicate keys included), is the
+    first build: the mirror equals the model, and the next syncs merge into it."""
     lake = _lake(spark, destinations, tmp_root)
-    lake.writer.create_table("t", [("v", "int")])
-    lake.writer.backfill("t", [{"_olake_id": "1", "v": 1}])
-    code, entry = lake.run_summary("--engine", "python")
-    assert code == 2 and "first build" in entry["error"] and "--engine spark" in entry["error"], entry
-    assert not lake.tables.namespace_exists(lake.cow_ns) or "t_cow" not in lake.tables.list_tables(lake.cow_ns)
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")], delete_mode=delete_mode)
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(60)])
+    olake_changes(lake, 10, delete_mode)
+    olake_changes(lake, 20, delete_mode)
+    entry = _merged_by(lake, engine)
+    assert entry["rows_upserted"] == len(lake.writer.model("t").expected()), entry
+    olake_changes(lake, 30, delete_mode)
+    _merged_by(lake, engine)
+
+
+def _made_like(table):
+    """What a mirror is made of, but for what names its own source and run."""
+    t = table.metadata
+    props = {k: v for k, v in t.properties.items() if "checkpoint" not in k and k != "olake-cow.source-table"}
+    return (str(t.schema()), [(str(f.transform), f.name) for f in t.spec().fields], str(t.sort_order()),
+            t.format_version, props, table.location().rsplit("/", 2)[-1])
+
+
+def test_the_python_engine_makes_the_mirror_the_spark_engine_makes(spark, destinations, tmp_root):
+    """One OLake table in two namespaces (a day-partitioned source with a sort order of its own), each
+    mirror first built by another engine: the same schema, spec, sort order, properties and layout,
+    and either engine merges into the other's mirror."""
+    built = {}
+    for engine in ENGINES:
+        lake = _lake(spark, destinations, tmp_root)
+        lake.writer.create_table("t", [("v", "int"), ("d", "date")], partition_by=["days(d)"])
+        lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} WRITE ORDERED BY v DESC NULLS LAST")
+        lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "d": dt.date(2026, 11, 1 + i % 3)}
+                                  for i in range(30)])
+        lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 40, "d": dt.date(2026, 11, 2)}])
+        _merged_by(lake, engine)
+        built[engine] = lake
+    made = {engine: _made_like(open_catalog(lake.cfg).load_table((lake.cow_ns, "t_cow")))
+            for engine, lake in built.items()}
+    for a, b in zip(made["spark"], made["python"]):
+        assert a == b, (a, b)
+    for engine, lake in built.items():
+        other = "python" if engine == "spark" else "spark"
+        lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "d"}, {"_olake_id": "99", "_op_type": "c", "v": 1,
+                                                                        "d": dt.date(2026, 11, 3)}])
+        _merged_by(lake, other)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_neither_engine_creates_a_mirror_where_it_is_not_its_own(spark, destinations, tmp_root, engine):
+    """A source namespace as the mirror namespace, a location inside the source's namespace folder,
+    or one that already holds someone's files: exit 2, nothing created (not even the namespace), the
+    files kept; then the mirror is built where it may be."""
+    mine, theirs = _lake(spark, destinations, tmp_root), _lake(spark, destinations, tmp_root)
+    for lake in (mine, theirs):
+        lake.writer.create_table("t", [("v", "int")])
+        lake.writer.backfill("t", [{"_olake_id": "1", "v": 1}])
+    before = theirs.source_metadata()
+    code, entry = mine.run_summary("--engine", engine, "--cow-namespace", theirs.ns)
+    assert code == 2 and f"{theirs.ns} holds OLake's table t: it is a source namespace" in entry["error"], entry
+    assert theirs.source_metadata() == before and theirs.tables.list_tables(theirs.ns) == ["t"]
+    source_folder = "file://" + mine.source("t").metadata_location.split("/t/metadata/")[0].replace("file:", "")
+    code, entry = mine.run_summary("--engine", engine, "--cow-base-location", source_folder)
+    assert code == 2 and "inside its source namespace's folder" in entry["error"], entry
+    assert not mine.tables.namespace_exists(mine.cow_ns)
+    folder = os.path.join(str(tmp_root), f"{mine.ns}-elsewhere")
+    os.makedirs(os.path.join(folder, "t_cow", "data"))
+    theirs_file = os.path.join(folder, "t_cow", "data", "theirs.parquet")
+    with open(theirs_file, "wb") as f:
+        f.write(b"someone else's bytes")
+    code, entry = mine.run_summary("--engine", engine, "--cow-base-location", f"file://{folder}")
+    assert code == 2 and "already holds files: nothing was created" in entry["error"], entry
+    assert open(theirs_file, "rb").read() == b"someone else's bytes"
+    assert not mine.tables.namespace_exists(mine.cow_ns)
+    _merged_by(mine, engine)
+
+
+@pytest.mark.parametrize("then", ENGINES)
+def test_a_python_first_build_killed_before_its_write_is_finished_by_either_engine(spark, destinations, tmp_root,
+                                                                                  monkeypatch, then):
+    """The mirror is created in a commit of its own, its rows in a second: a run that dies between the
+    two leaves an empty mirror of the job's own (no files that would block its creation), which the
+    next run of either engine fills."""
+    from olake_cow.python_engine import table_run
+
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(20)])
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(table_run, "build_cow", killed)
+    with pytest.raises(KeyboardInterrupt):
+        lake.run("--engine", "python")
+    monkeypatch.undo()
+    mirror = lake.mirror("t")
+    assert mirror.exists and mirror.current_id is None
+    _merged_by(lake, then)
 
 
 @pytest.mark.parametrize("args, kind, said", [
@@ -145,13 +242,16 @@ def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_r
 
 
 def test_auto_over_a_whole_namespace_names_no_source_as_dropped(spark, destinations, tmp_root):
-    """The python engine merges one table, Spark builds a new one: the run names no mirror as left
-    behind by a dropped source (every source is still there)."""
+    """The python engine merges one table, Spark evolves and merges another: the run names no mirror
+    as left behind by a dropped source (every source is still there)."""
     lake = _lake(spark, destinations, tmp_root)
     first_build(lake)
-    olake_changes(lake, 10)
     lake.writer.create_table("u", [("v", "int")])
     lake.writer.backfill("u", [{"_olake_id": "1", "v": 1}])
+    assert lake.run("--engine", "auto") == 0
+    olake_changes(lake, 10)
+    lake.writer.add_column("u", "extra", "string")
+    lake.writer.commit("u", [{"_olake_id": "2", "_op_type": "c", "v": 2, "extra": "e"}])
     code, entry = lake.run_summary("--engine", "auto")
     assert code == 0 and entry["engine"] == "python", entry
     assert {t["table"]: t["engine"] for t in lake.last_summary["tables"]} == {"t": "python", "u": "spark"}

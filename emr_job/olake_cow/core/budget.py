@@ -1,6 +1,7 @@
 """The Python engine's budget, estimated from metadata alone before anything is read: the bytes of
 the files the pending change set added to the source plus the bytes of the mirror's files (each
-may be rewritten). Pure, so the trigger can estimate the same way."""
+may be rewritten); for a first build, the bytes of every file of the source snapshot it reads.
+Pure, so the trigger can estimate the same way."""
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,9 +14,14 @@ MB = 1024 * 1024
 DEFAULT_PYTHON_MAX_MB = 256
 
 
+FIRST_BUILD_ON_EMR = "a first build creates the mirror: the express lane leaves it to EMR"
+
+
 @dataclass(frozen=True)
 class Budget:
     max_bytes: int = DEFAULT_PYTHON_MAX_MB * MB
+    # The express lane merges into mirrors that exist (its function's role creates no table).
+    first_builds: bool = True
 
 
 def pending_bytes(source: TableState, mirror: TableState) -> Optional[int]:
@@ -29,8 +35,16 @@ def pending_bytes(source: TableState, mirror: TableState) -> Optional[int]:
                if s.sequence_number is not None and s.sequence_number > checkpoint.sequence_number)
 
 
+def first_build(mirror: TableState) -> bool:
+    """Whether the mirror holds nothing yet (none, or created by a run killed before its write)."""
+    return mirror.snapshot(mirror.current_id) is None
+
+
 def estimate(source: TableState, mirror: TableState) -> Optional[int]:
-    """Bytes a merge reads at most (None: unknown: a first build or rebuild)."""
+    """Bytes a merge reads at most (None: unknown: a rebuild)."""
+    if first_build(mirror):
+        snap = source.snapshot(source.current_id)
+        return snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap is not None else 0
     pending = pending_bytes(source, mirror)
     current = mirror.snapshot(mirror.current_id)
     if pending is None or current is None:
@@ -40,10 +54,14 @@ def estimate(source: TableState, mirror: TableState) -> Optional[int]:
 
 def over_budget(source: TableState, mirror: TableState, budget: Budget) -> Optional[str]:
     """Why the merge is over the Python engine's budget (None: it fits)."""
+    if not budget.first_builds and first_build(mirror):
+        return FIRST_BUILD_ON_EMR
     work = estimate(source, mirror)
     if work is None:
-        return "the work is unknown from metadata (a first build or rebuild): the Spark engine runs it"
+        return "the work is unknown from metadata (a rebuild): the Spark engine runs it"
     if work > budget.max_bytes:
-        return (f"the merge may read {work / MB:.0f} MB (change set and mirror files), over the python engine's "
-                f"budget of {budget.max_bytes / MB:.0f} MB (--python-max-mb): the Spark engine runs it")
+        what = "the first build may read" if first_build(mirror) else "the merge may read"
+        whose = "the source's files" if first_build(mirror) else "change set and mirror files"
+        return (f"{what} {work / MB:.0f} MB ({whose}), over the python engine's budget of "
+                f"{budget.max_bytes / MB:.0f} MB (--python-max-mb): the Spark engine runs it")
     return None

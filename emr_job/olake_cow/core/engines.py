@@ -17,7 +17,6 @@ from .snapshots import TableState
 PYTHON_CATALOGS = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
 # JDBC URL parameters the python engine passes on to PostgreSQL's client (python_engine/catalog.py).
 JDBC_PARAMS = ("user", "password", "sslmode", "ssl", "ApplicationName")
-FIRST_BUILD = "a first build reads the whole source: the Spark engine builds mirrors"
 
 
 def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
@@ -59,8 +58,6 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
     reason = repair_reason(source, mirror, ask) or rebuild_reason(source, mirror, ask)
     if reason:
         return f"the mirror is rebuilt ({reason}): the Spark engine rebuilds mirrors"
-    if not mirror.exists or mirror.current_id is None:
-        return FIRST_BUILD
     return None
 
 

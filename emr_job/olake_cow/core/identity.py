@@ -268,6 +268,23 @@ def location_problem(mirror_location: str, source_location: str, name: str) -> O
     return None
 
 
+def occupied_location_problem(name: str, location: str) -> str:
+    """Why no mirror is created at a location that already holds files."""
+    return (f"{name} would be created at {location}, which already holds files: nothing was created. "
+            "Those files may be another table's data (a renamed or dropped table keeps its files): "
+            "leave them, and give the mirrors another location (--cow-base-location) or namespace "
+            "(--cow-namespace)")
+
+
+def source_namespace_problem(table: TableState, ns: str, name: str, source_name: str) -> Optional[str]:
+    """Why no mirror of `source_name` is created in namespace `ns`, which holds table `name` (None:
+    that table is no OLake table, or a mirror): a namespace with an OLake table is a source namespace."""
+    if table.key_field_id is None or ownership(table, "", name).owner != Owner.FOREIGN:
+        return None
+    return (f"{ns} holds OLake's table {name}: it is a source namespace, not a mirror namespace, and no "
+            f"mirror of {source_name} was created there. Choose another --cow-namespace")
+
+
 def comparable_location(location: str) -> str:
     """One spelling per place: file:///p, file:/p and /p are one local path; s3a:// and s3n:// are s3://."""
     scheme, sep, rest = location.partition("://")

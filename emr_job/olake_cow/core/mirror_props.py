@@ -4,8 +4,9 @@ from typing import Dict, Optional
 
 from .checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
 from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
-from .identity import MADE_BY, MADE_BY_PROPERTY
-from .modes import SourceMode
+from .formats import FORMATS, MirrorFormat
+from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY
+from .modes import DeleteMode, SourceMode
 from .snapshots import TableState
 
 log = logging.getLogger("olake_cow")
@@ -14,6 +15,19 @@ log = logging.getLogger("olake_cow")
 # accumulate (its default is 100), so planning a mirror never reads a long list of them.
 MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
 WAP_ENABLED = "write.wap.enabled"
+# Iceberg's Java API sets it on every new table; pyiceberg writes zstd without recording it.
+COMPRESSION = {"write.parquet.compression-codec": "zstd"}
+
+
+def new_mirror_properties(fmt: MirrorFormat, mode: SourceMode, source_name: str, delete_mode: DeleteMode,
+                          target_file_mb: Optional[int]) -> Dict[str, str]:
+    """The properties a new mirror is created with, whichever engine creates it: its format (format
+    version, write modes), who made it from which source in which modes, its merges staged, its
+    manifests merged, and its file size."""
+    return {**FORMATS[fmt].table_properties(), WAP_ENABLED: "true", **MANIFEST_MERGE, **COMPRESSION,
+            MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: source_name, MODE_PROPERTY: mode.value,
+            DELETE_MODE_PROPERTY: str(delete_mode),
+            TARGET_FILE_SIZE: target_file_size(target_file_mb or DEFAULT_TARGET_FILE_MB)}
 
 
 def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, target_file_mb: Optional[int],

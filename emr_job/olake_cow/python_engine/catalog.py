@@ -1,11 +1,13 @@
 """The pyiceberg catalog of a destination, and whether the Python engine serves it."""
 import hashlib
-from typing import Any, Dict, List
+import json
+from typing import Any, Dict, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
 from ..core.engines import engine_refusal
 from ..core.errors import ConfigError, namespace_missing
+from ..core.snapshots import MISSING, TableState, state_from_metadata
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
@@ -123,3 +125,18 @@ def require_namespace(catalog: Any, namespace: str) -> None:
     except Exception as exc:  # noqa: BLE001 - what the catalog says is the message
         raise namespace_missing(namespace, catalog.name, str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
     raise namespace_missing(namespace, catalog.name)
+
+
+def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
+    """(pyiceberg table or None, its state as the core reads it)."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    try:
+        t = catalog.load_table((namespace, table))
+    except (NoSuchTableError, NoSuchNamespaceError):
+        return None, MISSING
+    # The metadata file itself: pyiceberg 0.12 parses format-version 3 metadata (a dv source) but
+    # refuses to serialize it, so state_of cannot serve a source.
+    with t.io.new_input(t.metadata_location).open() as f:
+        meta = json.loads(f.read())
+    return t, state_from_metadata(meta, t.metadata_location)

@@ -62,6 +62,25 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     result.bytes_read += sum(e.live.size for e in touched)
 
 
+def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode, result: TableResult) -> None:
+    """A first build: every row of the change set (a whole source snapshot) appended to the empty
+    cow mirror, sorted by key, with the checkpoint and its properties, audited, in one commit."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    marker = step.target
+    rows = aligned(cs.upserts, schema_to_pyarrow(mirror.metadata.schema())).sort_by([(KEY, "ascending")])
+    tx = mirror.transaction()
+    _overwrite(tx, mirror, [], rows, marker)
+    tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
+                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
+    staged = _staged(tx)
+    audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
+    tx.commit_transaction()
+    result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
+    result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
+    result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
+
+
 def _rewrite(mirror: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[Any], Any]:
     """(the mirror files the change keys can reach, the rows replacing them: theirs less the changed
     keys, and the upserts)."""

@@ -20,13 +20,46 @@ class HandOver(Exception):
 class ArrowHistoryReader:
     """core/changesource.ReadsHistory on pyiceberg and Arrow."""
 
-    def __init__(self, table: Any, state: TableState, delete_mode: DeleteMode) -> None:
+    def __init__(self, table: Any, state: TableState, delete_mode: DeleteMode, first_build: bool = False) -> None:
         self.table, self.state, self.delete_mode = table, state, delete_mode
         self.key_field_id = state.key_field_id
         self.files = Manifests(table, self.key_field_id)
+        self.first_build = first_build  # a mirror with nothing yet: the whole source may be read
 
-    def rebuild(self, snapshot_id: Optional[int], note: str = "") -> Any:
-        raise HandOver(f"{note or 'a rebuild'}: reading the whole source is the Spark engine's work")
+    def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ArrowChangeSet:
+        """Every row of the snapshot, one per key, for a mirror's first build. A rebuild of a mirror
+        that holds rows replaces them all: the Spark engine's work."""
+        if not self.first_build:
+            raise HandOver(f"{note or 'a rebuild'}: reading the whole source is the Spark engine's work")
+        empty = self._empty()
+        cs = ArrowChangeSet(empty, [])
+        if snapshot_id is None:
+            return cs
+        live = self.files.live(snapshot_id)
+        self._check_equality([e for e in live if e.live.content == EQUALITY_DELETES])
+        cs.count_read(len(live), sum(e.live.size for e in live))
+        rows = self.files.rows([e for e in live if e.live.content == DATA], live)
+        self._check_keys([rows])
+        # Keys another row deletes are no rows of a new mirror: nothing to delete.
+        cs.upserts, _ = compose([(rows, [])], empty, self.delete_mode)
+        return cs
+
+    def _empty(self) -> Any:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        return schema_to_pyarrow(self.table.metadata.schema()).empty_table()
+
+    def _check_keys(self, tables: Sequence[Any]) -> None:
+        for rows in tables:
+            if rows is not None and rows.num_rows and rows.column(KEY).null_count:
+                raise NotOlakeTableError(f"table {self.table.name()} has rows whose _olake_id is NULL; OLake never "
+                                         "writes them and the mirror keys on it: fill or remove those rows")
+
+    def _check_equality(self, equality: Sequence[Entry]) -> None:
+        for e in equality:
+            problem = equality_delete_problem(e.live.path, e.live.equality_ids, self.key_field_id)
+            if problem is not None:
+                raise UnsupportedDeleteError(problem)
 
     def rewrite_output_sequences(self, rewrites: Sequence[Snapshot]) -> Dict[int, int]:
         out = {}
@@ -37,17 +70,12 @@ class ArrowHistoryReader:
         return out
 
     def history_change_set(self, intervals: Sequence[Interval]) -> ArrowChangeSet:
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-        empty = schema_to_pyarrow(self.table.metadata.schema()).empty_table()
+        empty = self._empty()
         cs = ArrowChangeSet(empty, [])
         parts: List[Tuple[Any, List[str]]] = []
         for iv in intervals:
             parts.append(self._interval(iv, cs))
-        for rows, _ in parts:
-            if rows is not None and rows.num_rows and rows.column(KEY).null_count:
-                raise NotOlakeTableError(f"table {self.table.name()} has rows whose _olake_id is NULL; OLake never "
-                                         "writes them and the mirror keys on it: fill or remove those rows")
+        self._check_keys([rows for rows, _ in parts])
         cs.upserts, cs.deletes = compose(parts, empty, self.delete_mode)
         return cs
 
@@ -55,10 +83,7 @@ class ArrowHistoryReader:
         entries = self.files.live_after(iv.end_id, iv.start_seq)
         fresh = [e for e in entries if e.live.content == DATA]
         equality = [e for e in entries if e.live.content == EQUALITY_DELETES]
-        for e in equality:
-            problem = equality_delete_problem(e.live.path, e.live.equality_ids, self.key_field_id)
-            if problem is not None:
-                raise UnsupportedDeleteError(problem)
+        self._check_equality(equality)
         positional = [e for e in entries if e.live.content == POSITION_DELETES]
         cs.count_read(len(entries), sum(e.live.size for e in entries))
         end = self.files.live(iv.end_id) if fresh or positional else []

@@ -38,15 +38,24 @@ def compose(parts: Sequence[Tuple[ArrowTable, Sequence[str]]], empty: ArrowTable
 
     tables = [rows for rows, _ in parts if rows is not None and rows.num_rows]
     rows = pa.concat_tables(tables) if tables else empty
-    winners = _winners(_candidates(rows, parts))
-    is_delete = winners.column("is_delete").to_pylist()
-    upsert_rows = [r for r, d in zip(winners.column("row").to_pylist(), is_delete) if not d]
-    deletes = [k for k, d in zip(winners.column("k").to_pylist(), is_delete) if d]
-    upserts = rows.take(pa.array(upsert_rows, pa.int64()))
+    if not any(keys for _, keys in parts) and _unique_keys(rows):
+        upserts, deletes = rows, []  # one row per key and nothing deleted (a first build): nothing to resolve
+    else:
+        winners = _winners(_candidates(rows, parts))
+        is_delete = winners.column("is_delete").to_pylist()
+        upsert_rows = [r for r, d in zip(winners.column("row").to_pylist(), is_delete) if not d]
+        deletes = [k for k, d in zip(winners.column("k").to_pylist(), is_delete) if d]
+        upserts = rows.take(pa.array(upsert_rows, pa.int64()))
     if delete_mode == DeleteMode.HARD:
         upserts, tombstoned = _without_tombstones(upserts)
         deletes += tombstoned
     return upserts, deletes
+
+
+def _unique_keys(rows: ArrowTable) -> bool:
+    import pyarrow.compute as pc
+
+    return not rows.num_rows or pc.count_distinct(rows.column(KEY)).as_py() == rows.num_rows
 
 
 def _candidates(rows: ArrowTable, parts: Sequence[Tuple[ArrowTable, Sequence[str]]]) -> ArrowTable:

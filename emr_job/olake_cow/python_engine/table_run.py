@@ -1,47 +1,33 @@
 """One table on the Python engine: the core's checks and planner, this engine's reader and writer.
 Work it leaves to Spark raises HandOver before anything is written (reader.py)."""
-import json
 import logging
 import time
 from typing import Any, List, Tuple
 
 from ..core import steps
-from ..core.budget import Budget, over_budget
+from ..core.budget import Budget, first_build, over_budget
 from ..core.changesource import for_mode
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.config import DestinationConfig
-from ..core.engines import FIRST_BUILD, python_refusal
+from ..core.engines import python_refusal
 from ..core.errors import ForeignMirrorError, HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import ownership, source_problem
 from ..core.mirror_props import kept_properties
-from ..core.modes import Engine, SourceMode, resolve_format, resolve_mode
+from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table
-from ..core.snapshots import MISSING, TableState, state_from_metadata
+from ..core.snapshots import TableState
 from ..core.summary import TableResult, TableStatus
-from .merge import merge_cow
+from .catalog import load
+from .create import create_mirror
+from .merge import build_cow, merge_cow
 from .reader import ArrowHistoryReader, HandOver
 
 log = logging.getLogger("olake_cow")
 ENGINE = Engine.PYTHON.value
 MAX_STEPS = 1000
-
-
-def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
-    """(pyiceberg table or None, its state as the core reads it)."""
-    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
-    try:
-        t = catalog.load_table((namespace, table))
-    except (NoSuchTableError, NoSuchNamespaceError):
-        return None, MISSING
-    # The metadata file itself: pyiceberg 0.12 parses format-version 3 metadata (a dv source) but
-    # refuses to serialize it, so state_of cannot serve a source.
-    with t.io.new_input(t.metadata_location).open() as f:
-        meta = json.loads(f.read())
-    return t, state_from_metadata(meta, t.metadata_location)
 
 
 def _columns(table: Any) -> List[Tuple[str, str, bool]]:
@@ -98,14 +84,14 @@ class PythonTableRun:
         fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror, self.result.mirror)
         self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
         refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
-        if refusal and not (self.opts.dry_run and refusal == FIRST_BUILD):  # a dry run describes a first build
+        if refusal:
             raise HandOver(refusal)
         self._loop(src, source, mir, mirror)
 
     def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
         """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
-        mirror someone changed, or none yet, was handed over before the loop (python_refusal)."""
-        if _columns(src) != _columns(mir) or _spec(src) != _spec(mir):
+        mirror someone changed was handed over before the loop (python_refusal)."""
+        if mir is not None and (_columns(src) != _columns(mir) or _spec(src) != _spec(mir)):
             raise HandOver("the source's schema or partition spec changed: the Spark engine evolves the mirror")
         over = over_budget(source, mirror, self.budget)
         if over:
@@ -130,6 +116,8 @@ class PythonTableRun:
             if isinstance(step, steps.Advance):
                 with mir.transaction() as tx:
                     tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, **dict(step.properties)})
+            elif isinstance(step, steps.Merge) and first_build(mirror):
+                self._build(step, src, source, mir, mirror)
             elif isinstance(step, steps.Merge) and not step.rebuild:
                 self._merge(step, src, source, mir, mirror)
             elif isinstance(step, steps.Merge):
@@ -138,6 +126,30 @@ class PythonTableRun:
                 raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
             src, source, mir, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
+
+    def _build(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
+        """A first build: the mirror created (unless a run killed before its write left it empty),
+        then every row of the source snapshot written into it in one commit."""
+        self._fits(source, mirror, src, mir)
+        t0 = time.monotonic()
+        if mir is None:
+            location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
+            create_mirror(self.catalog, src, self.opts.cow_namespace, self.mirror, self.name, location,
+                          MirrorFormat.COW, SourceMode.READONLY, self.opts.delete_mode, self.opts.target_file_mb)
+            mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
+        self.result.add_time("merging", time.monotonic() - t0)
+        t0 = time.monotonic()
+        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, first_build=True)
+        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
+        self.result.add_time("reading_changes", time.monotonic() - t0)
+        self.result.files_read += cs.files_read
+        self.result.bytes_read += cs.bytes_read
+        t0 = time.monotonic()
+        build_cow(mir, cs, step, self.opts.delete_mode, self.result)
+        self.result.add_time("merging", time.monotonic() - t0)
+        self.result.merges += 1
+        self.say("rebuilt mirror from source snapshot %s: %d row(s) upserted, 0 key(s) deleted",
+                 step.target.snapshot_id, cs.counts.upserts)
 
     def _merge(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
         self._fits(source, mirror, src, mir)

@@ -4,7 +4,7 @@ import json
 from typing import List, Mapping, Optional, Tuple
 
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
-from ..core.identity import location_problem
+from ..core.identity import location_problem, occupied_location_problem
 from ..core.renames import field_names, renames
 from .catalog import IcebergCatalog, JavaObject, java_message
 from .folders import holds_files
@@ -43,10 +43,7 @@ class MirrorDDL:
         name = f"{ns}.{table}"
         problem = location_problem(where, str(src.location()), name)
         if problem is None and holds_files(self.catalog, tx.table().io(), where):
-            problem = (f"{name} would be created at {where}, which already holds files: nothing was created. "
-                       "Those files may be another table's data (a renamed or dropped table keeps its files): "
-                       "leave them, and give the mirrors another location (--cow-base-location) or namespace "
-                       "(--cow-namespace)")
+            problem = occupied_location_problem(name, where)
         if problem is not None:
             raise ForeignMirrorError(problem)
         tx.commitTransaction()

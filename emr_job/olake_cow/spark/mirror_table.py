@@ -1,27 +1,19 @@
 """The mirror table itself: creating it, and making it follow its source (schema, partition spec,
 sort order) before each merge. Spark/Iceberg adapter."""
 import logging
-from typing import Dict, Optional
+from typing import Optional
 
-from ..core.checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
-from ..core.filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size
 from ..core.formats import FORMATS
 from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, Owner, ownership
-from ..core.mirror_props import MANIFEST_MERGE, WAP_ENABLED, kept_properties
+from ..core.identity import source_namespace_problem
+from ..core.mirror_props import kept_properties, new_mirror_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
 from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
-
-
-def mirror_properties(fmt: MirrorFormat) -> Dict[str, str]:
-    """Table properties of a new mirror of format `fmt`: copy-on-write on format version 2 (no
-    delete files, readable by every engine), or merge-on-read on format version 3 (deletion vectors)."""
-    return {**FORMATS[fmt].table_properties(), WAP_ENABLED: "true", **MANIFEST_MERGE}
 
 
 class MirrorTable:
@@ -62,10 +54,8 @@ class MirrorTable:
 
     def create(self) -> None:
         made_namespace = self.catalog.create_namespace(self.ns)
-        props = mirror_properties(self.fmt)
-        props.update({MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: f"{self.source_ns}.{self.source}",
-                      MODE_PROPERTY: self.mode.value, DELETE_MODE_PROPERTY: str(self.delete_mode),
-                      TARGET_FILE_SIZE: target_file_size(self.target_file_mb or DEFAULT_TARGET_FILE_MB)})
+        props = new_mirror_properties(self.fmt, self.mode, f"{self.source_ns}.{self.source}", self.delete_mode,
+                                      self.target_file_mb)
         try:
             if not made_namespace:
                 self._refuse_source_namespace()
@@ -84,11 +74,10 @@ class MirrorTable:
         for name in self.catalog.list_tables(self.ns):
             if name.endswith(MIRROR_SUFFIX):
                 continue
-            state = self.catalog.state(self.ns, name)
-            if state.key_field_id is not None and ownership(state, "", name).owner == Owner.FOREIGN:
-                raise ForeignMirrorError(
-                    f"{self.ns} holds OLake's table {name}: it is a source namespace, not a mirror namespace, and no "
-                    f"mirror of {self.source_ns}.{self.source} was created there. Choose another --cow-namespace")
+            problem = source_namespace_problem(self.catalog.state(self.ns, name), self.ns, name,
+                                               f"{self.source_ns}.{self.source}")
+            if problem is not None:
+                raise ForeignMirrorError(problem)
 
     def upgrade_to_dv(self) -> None:
         """A cow mirror becomes format version 3 with merge-on-read modes (cannot be undone)."""
