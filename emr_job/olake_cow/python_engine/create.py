@@ -22,10 +22,8 @@ def create_mirror(catalog: Any, src: Any, ns: str, name: str, source_name: str, 
                   fmt: MirrorFormat, mode: SourceMode, delete_mode: DeleteMode, target_file_mb: Optional[int]) -> None:
     """Create mirror `ns.name` of pyiceberg table `src` (ForeignMirrorError, nothing left behind,
     when it may not be made there)."""
-    made_namespace = not catalog.namespace_exists(ns)
-    if made_namespace:
-        catalog.create_namespace(ns)
-    else:
+    made_namespace = _create_namespace(catalog, ns)
+    if not made_namespace:
         _refuse_source_namespace(catalog, ns, source_name)
     try:
         tx = catalog.create_table_transaction(
@@ -46,6 +44,19 @@ def create_mirror(catalog: Any, src: Any, ns: str, name: str, source_name: str, 
         raise
     log.info("[%s] created mirror %s.%s (%s mode, %s format)", source_name.split(".")[-1], ns, name, mode.value,
              fmt.value)
+
+
+def _create_namespace(catalog: Any, ns: str) -> bool:
+    """Whether this run made the namespace (False: it was there, or another run made it just now)."""
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError
+
+    if catalog.namespace_exists(ns):
+        return False
+    try:
+        catalog.create_namespace(ns)
+    except NamespaceAlreadyExistsError:
+        return False
+    return True
 
 
 def _order(src: Any) -> Any:

@@ -137,6 +137,8 @@ class PythonTableRun:
             create_mirror(self.catalog, src, self.opts.cow_namespace, self.mirror, self.name, location,
                           MirrorFormat.COW, SourceMode.READONLY, self.opts.delete_mode, self.opts.target_file_mb)
             mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
+        else:  # left empty by a run killed before its write
+            mir, mirror = self._keep_properties(mir, mirror)
         self.result.add_time("merging", time.monotonic() - t0)
         t0 = time.monotonic()
         reader = ArrowHistoryReader(src, source, self.opts.delete_mode, first_build=True)
@@ -151,13 +153,17 @@ class PythonTableRun:
         self.say("rebuilt mirror from source snapshot %s: %d row(s) upserted, 0 key(s) deleted",
                  step.target.snapshot_id, cs.counts.upserts)
 
+    def _keep_properties(self, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:
+        changed = kept_properties(mirror, SourceMode.READONLY, self.name, self.opts.target_file_mb, self.table)
+        if not changed:
+            return mir, mirror
+        with mir.transaction() as tx:
+            tx.set_properties(changed)
+        return load(self.catalog, self.opts.cow_namespace, self.mirror)
+
     def _merge(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
         self._fits(source, mirror, src, mir)
-        changed = kept_properties(mirror, SourceMode.READONLY, self.name, self.opts.target_file_mb, self.table)
-        if changed:
-            with mir.transaction() as tx:
-                tx.set_properties(changed)
-            mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
+        mir, mirror = self._keep_properties(mir, mirror)
         t0 = time.monotonic()
         reader = ArrowHistoryReader(src, source, self.opts.delete_mode)
         cs = for_mode(SourceMode.READONLY).read(reader, step, source)
