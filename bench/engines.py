@@ -1,6 +1,7 @@
 """`make bench-engines`: a small sync on each engine as a whole process (interpreter start, imports,
 catalog, the merge), as a Lambda or EMR run pays it. A 1M-row source in a jdbc catalog (PostgreSQL,
-started here), its mirror built once by Spark (not timed), then CDC commits of --changes keys (60%
+started here), its mirror's first build timed on each engine (the python engine's is the mirror the
+syncs merge into, Spark's goes to a namespace of its own), then CDC commits of --changes keys (60%
 updates, 10% tombstones, 10% pure deletes, 20% inserts), each merged by a new process of one
 engine, the engines alternating on the same mirror. Keys: OLake's plain decimal strings and MD5
 hex; spread over the whole table or clustered among the newest 50,000 keys; unpartitioned and
@@ -28,13 +29,14 @@ from bench.cold import COLUMNS, md5_key, source_frame
 CATALOG = "engines"
 
 
-def run_job(dest: str, ns: str, engine: str, out: str) -> Dict[str, Any]:
-    """One whole process of the job; its wall time, peak RSS and summary entry."""
+def run_job(dest: str, ns: str, engine: str, out: str, *extra: str) -> Dict[str, Any]:
+    """One whole process of the job; its wall time, peak RSS (the Python process: a Spark run's JVM is
+    a child process of its own) and summary entry."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "emr_job"), ROOT]))
     started = time.monotonic()
     done = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, os.path.join(ROOT, "emr_job", "main.py"),
                            "--destination-details", dest, "--source-namespace", ns, "--engine", engine, "--quiet",
-                           "--summary-out", out], env=env, capture_output=True, text=True)
+                           "--summary-out", out, *extra], env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"{engine} run failed: {done.stderr[-2000:]}")
@@ -44,7 +46,8 @@ def run_job(dest: str, ns: str, engine: str, out: str) -> Dict[str, Any]:
     rss_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
     return {"wall_s": round(wall, 2), "peak_rss_mb": round(rss_mb), "work_s": round(
         entry["timings_s"]["reading_changes"] + entry["timings_s"]["merging"], 3), "upserted": entry["rows_upserted"],
-        "deleted": entry["rows_deleted"], "files_rewritten": entry["files_rewritten"]}
+        "deleted": entry["rows_deleted"], "files_rewritten": entry["files_rewritten"],
+        "files_written": entry["files_written"]}
 
 
 RECENT = 50_000  # a clustered sync changes keys among the newest this many
@@ -110,7 +113,10 @@ def main(argv: List[str]) -> int:
             df = source_frame(writer.spark, a.rows, key)
             (df.sortWithinPartitions("_olake_id") if not partition_by else df).writeTo(
                 qualified(CATALOG, ns, "t")).append()
-            run_job(dest, ns, "spark", os.path.join(tmp, "build.json"))  # the first build: Spark's, not timed
+            full_load = {"spark": run_job(dest, ns, "spark", os.path.join(tmp, f"{ns}-load-spark.json"),
+                                          "--cow-namespace", f"{ns}_sparkload"),
+                         "python": run_job(dest, ns, "python", os.path.join(tmp, f"{ns}-load-python.json"))}
+            print(ns, "full load", full_load, flush=True)
             rng, size = random.Random(ns), a.rows
             runs: Dict[str, List[Dict[str, Any]]] = {"spark": [], "python": []}
             for i in range(2 * a.syncs):
@@ -121,14 +127,15 @@ def main(argv: List[str]) -> int:
             mirror = writer.spark.table(qualified(CATALOG, ns + "_cow", "t_cow")).count()
             resolved = writer.spark.table(qualified(CATALOG, ns, "t")).count()
             assert mirror == resolved, (ns, mirror, resolved)
+            assert full_load["spark"]["upserted"] == full_load["python"]["upserted"] == a.rows, full_load
             results["workloads"].append({"name": ns, "key": key, "partition_by": list(partition_by),
-                                         "clustered": clustered, "runs": runs,
+                                         "clustered": clustered, "runs": runs, "full_load": full_load,
                                          "median_wall_s": {e: statistics.median(r["wall_s"] for r in v)
                                                            for e, v in runs.items()}})
         with open(a.out, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=1, sort_keys=True)
         for w in results["workloads"]:
-            print(w["name"], w["median_wall_s"])
+            print(w["name"], w["median_wall_s"], "full load:", {e: r["wall_s"] for e, r in w["full_load"].items()})
     finally:
         pg.stop()
     return 0

@@ -3,11 +3,13 @@
 files, and one `overwrite` snapshot replaces them. The commit carries the checkpoint marker in its
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
+import os
 from typing import Any, List, Tuple
 
 from ..core.audit import audit, live_rows, replaced_rows
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
 from ..core.files import DATA
+from ..core.filesize import mirror_target_bytes, rebuild_partitions
 from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, merge_shape, touched_files
@@ -62,15 +64,21 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     result.bytes_read += sum(e.live.size for e in touched)
 
 
-def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode, result: TableResult) -> None:
-    """A first build: every row of the change set (a whole source snapshot) appended to the empty
-    cow mirror, sorted by key, with the checkpoint and its properties, audited, in one commit."""
+def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode, result: TableResult,
+              source_bytes: int) -> None:
+    """A first build: every row of the change set (a whole source snapshot of `source_bytes`)
+    appended to the empty cow mirror, sorted by key, with the checkpoint and its properties,
+    audited, in one commit. An unpartitioned mirror is written in the key ranges a Spark rebuild
+    writes (core/filesize.py), so a later merge of nearby keys rewrites a small part of it."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     marker = step.target
     rows = aligned(cs.upserts, schema_to_pyarrow(mirror.metadata.schema())).sort_by([(KEY, "ascending")])
+    ranges = 1
+    if mirror.metadata.spec().is_unpartitioned():
+        ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
     tx = mirror.transaction()
-    _overwrite(tx, mirror, [], rows, marker)
+    _overwrite(tx, mirror, [], rows, marker, ranges)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     staged = _staged(tx)
@@ -108,11 +116,14 @@ def _rewrite(mirror: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[A
     return touched, written
 
 
-def _overwrite(tx: Any, mirror: Any, touched: List[Any], written: Any, marker: Marker) -> None:
-    """One snapshot in the transaction: `touched` files out, `written` rows in, the marker in its summary."""
+def _overwrite(tx: Any, mirror: Any, touched: List[Any], written: Any, marker: Marker, ranges: int = 1) -> None:
+    """One snapshot in the transaction: `touched` files out, `written` rows in (in `ranges` slices of
+    its order, each written apart), the marker in its summary."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
-    new_files = list(_dataframe_to_data_files(tx.table_metadata, written, mirror.io)) if written.num_rows else []
+    step = -(-written.num_rows // max(1, ranges))
+    new_files = [f for start in range(0, written.num_rows, max(1, step))
+                 for f in _dataframe_to_data_files(tx.table_metadata, written.slice(start, step), mirror.io)]
     summary = {Summary.WAP_ID: marker.wap_id}
     if not touched:
         with tx.update_snapshot(snapshot_properties=summary).fast_append() as app:

@@ -18,7 +18,7 @@ from ..core.mirror_props import kept_properties
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table
-from ..core.snapshots import TableState
+from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
@@ -147,7 +147,9 @@ class PythonTableRun:
         self.result.files_read += cs.files_read
         self.result.bytes_read += cs.bytes_read
         t0 = time.monotonic()
-        build_cow(mir, cs, step, self.opts.delete_mode, self.result)
+        read = source.snapshot(step.read_id)
+        build_cow(mir, cs, step, self.opts.delete_mode, self.result,
+                  read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0)
         self.result.add_time("merging", time.monotonic() - t0)
         self.result.merges += 1
         self.say("rebuilt mirror from source snapshot %s: %d row(s) upserted, 0 key(s) deleted",
