@@ -131,7 +131,7 @@ SPARK4_OWN := carrying_only_the_made_by or second_job_truncating or another_job_
 	or decide_alike or ending_in_cow or given_as_a_source or (own and jdbc)
 SPARK4_SKIP ?= not ($(SPARK4_OWN)) and not backlog_of_many_commits and not checkpoint_found_in_a_long_history and not switch_from_equality \
 	and not (olakes_delete_modes and (equality or position)) and not (glue and dv) and not ($(SPARK4_PLANNER)) \
-	and not (test_engines and not take_over) and not (test_mirror and (readonly-dv or truncate-cow))
+	and not (test_engines and not (take_over or makes_the_mirror)) and not (test_mirror and (readonly-dv or truncate-cow))
 
 test-spark4: ## the Spark 4.1 leg (EMR emr-spark-8.1.0) in .venv-spark4: SPARK4_TESTS
 	$(MAKE) SPARK=4 test PYTEST_ARGS="$(SPARK4_TESTS) -k '$(SPARK4_SKIP)' $(PYTEST_ARGS)"
