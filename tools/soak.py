@@ -217,6 +217,10 @@ class Soak:
         proc.log, proc.summary = log, summary  # type: ignore[attr-defined]
         return proc
 
+    def maintains(self) -> bool:
+        """Whether runs may ask for maintenance (never with --engine python, which refuses it)."""
+        return self.args.maintenance_every > 0 and self.args.engine != Engine.PYTHON.value
+
     def typical_run_s(self) -> float:
         runs = self.figures["run_seconds"]
         return statistics.median(runs) if runs else 20.0
@@ -227,10 +231,12 @@ class Soak:
         for attempt in range(attempts):
             if attempt:
                 self.batch(self.rng.choice(self.tables))
-            maintenance = self.rng.random() < 0.3
+            maintenance = self.maintains() and self.rng.random() < 0.3
             before = self._states()
             proc = self.launch(maintenance)
-            after = self.rng.uniform(1.0, max(1.5, self.typical_run_s() * 0.9 / (attempt + 1)))
+            # A python-engine run lasts about a second: its kills land from a fifth of it on.
+            soonest = min(1.0, 0.2 * self.typical_run_s())
+            after = self.rng.uniform(soonest, max(soonest + 0.5, self.typical_run_s() * 0.9 / (attempt + 1)))
             started = time.monotonic()
             try:
                 proc.wait(timeout=after)
@@ -260,7 +266,7 @@ class Soak:
     def completed_run(self, concurrent: bool = False) -> None:
         if not concurrent:
             self.quiet_runs += 1
-        maintenance = (not concurrent and self.args.maintenance_every > 0
+        maintenance = (not concurrent and self.maintains()
                        and self.quiet_runs % self.args.maintenance_every == 0)
         started = time.monotonic()
         proc = self.launch(maintenance)
