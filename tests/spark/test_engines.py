@@ -185,6 +185,19 @@ def test_neither_engine_creates_a_mirror_where_it_is_not_its_own(spark, destinat
     _merged_by(mine, engine)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_source_with_a_null_key_is_refused_before_any_mirror_is_made(spark, destinations, tmp_root, engine):
+    lake = _lake(spark, destinations, tmp_root)
+    lake.tables.create_namespace(lake.ns)
+    lake.writer.spark.sql(f"CREATE TABLE {lake.writer.q('t')} (_olake_id string, _op_type string, "
+                          "_olake_timestamp timestamp, _cdc_timestamp timestamp) USING iceberg")
+    lake.writer.spark.sql(f"INSERT INTO {lake.writer.q('t')} VALUES ('1', 'r', now(), now()), "
+                          "(NULL, 'r', now(), now())")
+    code, entry = lake.run_summary("--engine", engine)
+    assert code == 1 and entry["engine"] == engine and "_olake_id is NULL" in entry["error"], entry
+    assert not lake.tables.namespace_exists(lake.cow_ns)
+
+
 @pytest.mark.parametrize("then", ENGINES)
 def test_a_python_first_build_killed_before_its_write_is_finished_by_either_engine(spark, destinations, tmp_root,
                                                                                   monkeypatch, then):

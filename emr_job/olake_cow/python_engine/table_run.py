@@ -128,9 +128,16 @@ class PythonTableRun:
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
 
     def _build(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
-        """A first build: the mirror created (unless a run killed before its write left it empty),
-        then every row of the source snapshot written into it in one commit."""
+        """A first build: the source snapshot read (a source it refuses leaves nothing behind), the
+        mirror created (unless a run killed before its write left it empty), then every row written
+        into it in one commit."""
         self._fits(source, mirror, src, mir)
+        t0 = time.monotonic()
+        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, first_build=True)
+        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
+        self.result.add_time("reading_changes", time.monotonic() - t0)
+        self.result.files_read += cs.files_read
+        self.result.bytes_read += cs.bytes_read
         t0 = time.monotonic()
         if mir is None:
             location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
@@ -139,14 +146,6 @@ class PythonTableRun:
             mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
         else:  # left empty by a run killed before its write
             mir, mirror = self._keep_properties(mir, mirror)
-        self.result.add_time("merging", time.monotonic() - t0)
-        t0 = time.monotonic()
-        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, first_build=True)
-        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
-        self.result.add_time("reading_changes", time.monotonic() - t0)
-        self.result.files_read += cs.files_read
-        self.result.bytes_read += cs.bytes_read
-        t0 = time.monotonic()
         read = source.snapshot(step.read_id)
         build_cow(mir, cs, step, self.opts.delete_mode, self.result,
                   read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0)
