@@ -7,15 +7,22 @@ What it serves, and why the rest stays on Spark:
             makes). Others are refused before anything is read: the file-system catalog
             has no commit pyiceberg makes, and Iceberg's JDBC catalog on SQLite locked up beside
             pyiceberg's in one process when tried (make demo, 2026-11-29).
-  mode      readonly. Truncate mode commits to OLake's table (the Spark engine does).
+  catalog   (Hive stays on Spark too: pyiceberg 0.12's Hive commit takes the metastore's lock and
+            alters the table without the expected-metadata check Iceberg's Java writers send when
+            they commit without that lock, so it could overwrite their commit.)
+  mode      readonly. Truncate mode commits to OLake's table (the Spark engine does): pyiceberg
+            0.12's delete keeps every delete manifest, so a truncate by it would leave OLake's
+            equality and position deletes live to be read again with the next change set.
   format    cow. No maintained Python library writes Iceberg v3 deletion vectors yet
             (pyiceberg 0.12 reads them), so dv mirrors stay on Spark.
-  work      incremental merges into a mirror the job built, within a budget read from metadata
-            (budget.py). First builds, rebuilds, schema or layout changes and a staged write left
-            by a Spark run are handed to Spark (`--engine auto`) or refused (`--engine python`).
+  work      first builds (made as Spark makes a mirror, create.py) and incremental merges, within
+            a budget read from metadata (budget.py). Rebuilds of a mirror holding rows, schema or
+            layout changes and a staged write left by a Spark run are handed to Spark (`--engine
+            auto`) or refused (`--engine python`).
 
 Rooms: catalog.py (open the catalog, what it serves), manifests.py (files and their rows at a
 snapshot, deletes applied), reader.py (a readonly change set, core/readonly.py's intervals),
-resolve.py (core/resolution.py's rule in Arrow), merge.py (the copy-on-write merge, audited and
-committed with the checkpoint in one catalog commit), table_run.py (the plan -> act loop).
+resolve.py (core/resolution.py's rule in Arrow), create.py (a new mirror), merge.py (the first
+build and the copy-on-write merge, audited and committed with the checkpoint in one catalog
+commit), table_run.py (the plan -> act loop).
 """
