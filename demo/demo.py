@@ -200,7 +200,7 @@ def _python_engine(root, server) -> bool:
             [entry] = json.load(f)["tables"]
         print(f"   {step} with --engine {engine}: ran on {entry['engine']} in {took:.2f} s"
               + (f" ({entry['engine_reason']})" if entry["engine_reason"] else ""))
-        ok = ok and rc == 0 and check(root, writer, tables, SQL_CATALOG)
+        ok = ok and rc == 0 and check(writer.spark, writer, tables, SQL_CATALOG)  # its catalog configured
     return ok
 
 
