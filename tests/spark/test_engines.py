@@ -198,6 +198,17 @@ def test_a_source_with_a_null_key_is_refused_before_any_mirror_is_made(spark, de
     assert not lake.tables.namespace_exists(lake.cow_ns)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_dry_run_of_a_first_build_describes_it_and_makes_nothing(spark, destinations, tmp_root, engine):
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("t", [("v", "int")])
+    lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(5)])
+    code, entry = lake.run_summary("--engine", engine, "--dry-run")
+    assert code == 0 and entry["status"] == "dry_run" and entry["engine"] == engine, entry
+    assert any("first build" in line for line in entry["plan"]), entry["plan"]
+    assert not lake.tables.namespace_exists(lake.cow_ns)
+
+
 @pytest.mark.parametrize("then", ENGINES)
 def test_a_python_first_build_killed_before_its_write_is_finished_by_either_engine(spark, destinations, tmp_root,
                                                                                   monkeypatch, then):
