@@ -54,14 +54,15 @@ def estimate(source: TableState, mirror: TableState) -> Optional[int]:
 
 def over_budget(source: TableState, mirror: TableState, budget: Budget) -> Optional[str]:
     """Why the merge is over the Python engine's budget (None: it fits)."""
-    if not budget.first_builds and first_build(mirror):
+    building = first_build(mirror)
+    if building and not budget.first_builds:
         return FIRST_BUILD_ON_EMR
     work = estimate(source, mirror)
     if work is None:
         return "the work is unknown from metadata (a rebuild): the Spark engine runs it"
     if work > budget.max_bytes:
-        what = "the first build may read" if first_build(mirror) else "the merge may read"
-        whose = "the source's files" if first_build(mirror) else "change set and mirror files"
+        what = "the first build may read" if building else "the merge may read"
+        whose = "the source's files" if building else "change set and mirror files"
         return (f"{what} {work / MB:.0f} MB ({whose}), over the python engine's budget of "
                 f"{budget.max_bytes / MB:.0f} MB (--python-max-mb): the Spark engine runs it")
     return None

@@ -24,6 +24,10 @@ class JobOptions:
     verify: bool = False
     resume_from_source: bool = False  # truncate mode: merge what the source still holds past expired change sets
 
+    def mirror_location(self, mirror: str) -> Optional[str]:
+        """Where a new mirror table is created (None: where the catalog puts it), whichever engine creates it."""
+        return f"{self.cow_base_location}/{mirror}" if self.cow_base_location else None
+
     @property
     def ask(self) -> TableAsk:
         """What the run asks of every table beyond its mode (planner.py)."""

@@ -4,7 +4,6 @@ properties every engine gives a new mirror, never in a source namespace, inside 
 or where files already lie. Created empty, in a commit of its own: the first build's rows follow
 in a second (merge.py build_cow), so a run killed between them leaves an empty mirror of its own
 that the next run of either engine fills, not files that block the mirror's creation."""
-import logging
 from typing import Any, Optional
 
 from ..core.errors import ForeignMirrorError
@@ -14,8 +13,6 @@ from ..core.mirror_props import new_mirror_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.resolution import KEY
 from .catalog import load
-
-log = logging.getLogger("olake_cow")
 
 
 def create_mirror(catalog: Any, src: Any, ns: str, name: str, source_name: str, location: Optional[str],
@@ -42,8 +39,6 @@ def create_mirror(catalog: Any, src: Any, ns: str, name: str, source_name: str, 
         if made_namespace and not catalog.list_tables(ns):  # a refused mirror leaves no namespace behind
             catalog.drop_namespace(ns)
         raise
-    log.info("[%s] created mirror %s.%s (%s mode, %s format)", source_name.split(".")[-1], ns, name, mode.value,
-             fmt.value)
 
 
 def _create_namespace(catalog: Any, ns: str) -> bool:

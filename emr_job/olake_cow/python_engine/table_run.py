@@ -140,9 +140,10 @@ class PythonTableRun:
         self.result.bytes_read += cs.bytes_read
         t0 = time.monotonic()
         if mir is None:
-            location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
-            create_mirror(self.catalog, src, self.opts.cow_namespace, self.mirror, self.name, location,
-                          MirrorFormat.COW, SourceMode.READONLY, self.opts.delete_mode, self.opts.target_file_mb)
+            create_mirror(self.catalog, src, self.opts.cow_namespace, self.mirror, self.name,
+                          self.opts.mirror_location(self.mirror), MirrorFormat.COW, SourceMode.READONLY,
+                          self.opts.delete_mode, self.opts.target_file_mb)
+            self.say("created mirror %s (readonly mode, cow format)", self.result.mirror)
             mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
         else:  # left empty by a run killed before its write
             mir, mirror = self._keep_properties(mir, mirror)

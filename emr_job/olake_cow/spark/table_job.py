@@ -162,9 +162,9 @@ class TableJob:
         return False
 
     def mirror_table(self, path: TablePath[Any]) -> MirrorTable:
-        location = f"{self.opts.cow_base_location}/{self.mirror}" if self.opts.cow_base_location else None
         return MirrorTable(self.catalog, self.opts.source_namespace, self.table, self.opts.cow_namespace, self.mirror,
-                           location, path.mode, path.fmt, self.opts.target_file_mb, self.opts.delete_mode)
+                           self.opts.mirror_location(self.mirror), path.mode, path.fmt, self.opts.target_file_mb,
+                           self.opts.delete_mode)
 
     # --- after the merges ----------------------------------------------------------------
     def _maintain(self, path: TablePath[Any]) -> None:
