@@ -48,3 +48,19 @@ def test_a_catalog_refusing_a_sigv4_signature_names_the_signing_keys():
     assert isinstance(err, BAD_INPUT_ERRORS) and "\n" not in str(err)
     assert "refused access with these credentials: Forbidden: The request signature" in str(err)
     assert "writer.rest_signing_name" in str(err) and "writer.credential" not in str(err)
+
+
+@pytest.mark.parametrize("name, message, what", [
+    ("OAuthError", "invalid_client: Invalid client credentials", "refused the credentials: invalid_client"),
+    ("UnauthorizedError", "NotAuthorizedException: Not authorized", "refused the credentials: Not authorized"),
+    ("ForbiddenError", "Forbidden: no access to namespace sales", "refused access with these credentials: Forbidden"),
+])
+def test_pyicebergs_refusals_read_as_the_java_clients(name, message, what):
+    """The python engine's catalog (pyiceberg) names a 401/403 by its exception's class alone."""
+    from pyiceberg import exceptions
+
+    from olake_cow.core.errors import with_type
+
+    err = catalog_refusal(with_type(getattr(exceptions, name)(message)), "lake", "https://catalog.example/api")
+    assert isinstance(err, BAD_INPUT_ERRORS) and "\n" not in str(err), err
+    assert str(err).startswith(f"catalog lake (https://catalog.example/api) {what}"), err

@@ -104,8 +104,12 @@ class CatalogAuthError(ConfigError):
     """The catalog refused the destination's credentials."""
 
 
+# A REST catalog's 401/403 by the exception naming it: Iceberg's Java client (the Spark engine), then
+# pyiceberg (the python engine: its OAuth2 token request, then any other request).
 _REFUSED_BY_CATALOG = {"notauthorizedexception": "refused the credentials",
-                       "forbiddenexception": "refused access with these credentials"}
+                       "forbiddenexception": "refused access with these credentials",
+                       "oautherror": "refused the credentials", "unauthorizederror": "refused the credentials",
+                       "forbiddenerror": "refused access with these credentials"}
 
 
 OAUTH_KEYS = "writer.credential (client_id:secret), writer.token, writer.oauth2_uri and writer.scope"
@@ -114,13 +118,18 @@ SIGV4_KEYS = ("writer.aws_access_key and writer.aws_secret_key (without them: th
 
 
 def catalog_refusal(failure_text: str, catalog: str, uri: str, keys: str = OAUTH_KEYS) -> Optional[CatalogAuthError]:
-    """The error to report when a failure is Iceberg's 401/403 from a REST catalog: the destination's
-    credential, token, scope or signing keys are wrong, which no retry fixes."""
-    head = failure_text.strip().splitlines()
-    first = next((line for line in head if "Exception" in line), "")
-    what = next((v for k, v in _REFUSED_BY_CATALOG.items() if k in first.lower()), None)
-    if what is None:
-        return None
-    reason = first.split("Exception:", 1)[-1].strip()
-    return CatalogAuthError(
-        f"catalog {catalog} ({uri}) {what}: {reason}. Check {keys} in the destination config")
+    """The error to report when a failure is a REST catalog's 401/403: the destination's credential,
+    token, scope or signing keys are wrong, which no retry fixes. `failure_text` as with_type gives it."""
+    for line in failure_text.strip().splitlines():
+        for name, what in _REFUSED_BY_CATALOG.items():
+            at = line.lower().find(name + ":")
+            if at >= 0:
+                reason = line[at + len(name) + 1:].strip()
+                return CatalogAuthError(
+                    f"catalog {catalog} ({uri}) {what}: {reason}. Check {keys} in the destination config")
+    return None
+
+
+def with_type(exc: BaseException) -> str:
+    """An exception's text after its class name: pyiceberg names a refusal by its class alone."""
+    return f"{type(exc).__name__}: {exc}"

@@ -3,7 +3,7 @@ import logging
 from typing import List
 
 from .config import DestinationConfig, redact, refused_by_catalog
-from .errors import OlakeCowError, store_refusal
+from .errors import OlakeCowError, store_refusal, with_type
 from .summary import TableResult
 
 log = logging.getLogger("olake_cow")
@@ -31,7 +31,7 @@ def first_line(message: object) -> str:
 
 def fail_table(res: TableResult, exc: BaseException, secrets: List[str], cfg: DestinationConfig) -> TableResult:
     text = str(exc)
-    exc = store_refusal(text, res.mirror) or refused_by_catalog(text, cfg) or exc
+    exc = store_refusal(text, res.mirror) or refused_by_catalog(with_type(exc), cfg) or exc
     res.fail(exc, redact(error_text(exc), secrets))
     log.error("[%s] failed: %s", res.table, res.error)
     return res
