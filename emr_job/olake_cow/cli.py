@@ -21,7 +21,7 @@ from .core.config import (
     redact,
     refused_by_catalog,
 )
-from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code
+from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code, with_type
 from .core.failure import error_text
 from .core.filesize import MAX_FILE_SIZE_MB
 from .core.formats import FORMATS
@@ -141,10 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-mode", choices=[m.value for m in DeleteMode], default=DeleteMode.KEEP.value,
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
-    p.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.SPARK.value,
-                   help="spark (default): every table on Spark; python: Arrow and pyiceberg, no JVM: incremental "
-                        "readonly merges into cow mirrors on a jdbc catalog (README, Engines), anything else refused; "
-                        "auto: python where it serves, Spark for the rest")
+    p.add_argument("--engine", choices=[e.value for e in Engine], default=Engine.AUTO.value,
+                   help="auto (default): the python engine where it serves, Spark for the rest (the summary's "
+                        "engine_reason says why); python: Arrow and pyiceberg, no JVM: readonly cow mirrors on "
+                        "glue, jdbc (PostgreSQL) and rest catalogs (README, Engines), anything else refused; "
+                        "spark: every table on Spark (EMR runs started by the trigger)")
     p.add_argument("--python-max-mb", type=int, default=DEFAULT_PYTHON_MAX_MB, metavar="MB",
                    help=f"the python engine's budget: the parquet MB a merge may read, from metadata (default "
                         f"{DEFAULT_PYTHON_MAX_MB}); over it a table goes to Spark (auto) or is refused (python)")
@@ -350,7 +351,7 @@ class RunSettings:
     spark_conf: Dict[str, str]
     master: Optional[str]
     summary_out: Optional[str]
-    engine: Engine = Engine.SPARK
+    engine: Engine  # --engine (its default is the parser's)
     budget: Budget = field(default_factory=Budget)
     hand_over: bool = False  # --hand-over
 
@@ -484,18 +485,28 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig, job: JobOptio
         if args.hand_over:
             raise ConfigError(f"--hand-over is for --engine python (the express lane), not --engine {args.engine}")
         return
-    from .core.engines import engine_refusal
-
     fmt = job.mirror_format
     asked = [flag for flag, on in (("--source-mode truncate", job.source_mode == SourceMode.TRUNCATE),
                                     (f"--mirror-format {fmt and fmt.value}",
                                      fmt is not None and not FORMATS[fmt].python_engine),
                                     ("--verify", job.verify),
                                     ("maintenance", job.maintenance.requested or job.maintenance.only)) if on]
-    why = engine_refusal(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "
+    why = python_unavailable(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "
                                   "auto)" if asked else None)
     if why:
         raise EngineError(why)
+
+
+def python_unavailable(cfg: DestinationConfig) -> Optional[str]:
+    """Why the python engine cannot run here at all (None: it can): the destination's catalog, or a
+    process without its libraries (the job's EMR package carries no pyiceberg)."""
+    from importlib.util import find_spec
+
+    from .core.engines import engine_refusal
+
+    missing = [m for m in ("pyiceberg", "pyarrow") if find_spec(m) is None]
+    return engine_refusal(cfg) or (f"{missing[0]} is not installed here, and the python engine needs it: run it "
+                                   "with --engine spark (or auto)" if missing else None)
 
 
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
@@ -554,14 +565,17 @@ def _run(s: RunSettings) -> Tuple[Exit, Dict[str, Any]]:
     }
     failures: List[BaseException] = []
     try:
-        results, handed = _python_first(s, job) if s.engine != Engine.SPARK else ([], None)
+        whole = python_unavailable(cfg) if s.engine == Engine.AUTO else None  # --engine python: checked
+        if whole:
+            log.info("run %s: the Spark engine runs every table: %s", job.run_id, whole)
+        results, handed = _python_first(s, job) if s.engine != Engine.SPARK and not whole else ([], None)
         if handed is None or handed:  # None: every asked table goes to Spark
-            results += _on_spark(s, job, handed, summary)
+            results += _on_spark(s, job, handed, summary, whole)
         summary["tables"] = [r.to_dict() for r in results]
         failures = [r.failure or OlakeCowError(r.error or r.status.value) for r in results if not r.ok]
         summary["status"] = (RunStatus.FAILED if failures else RunStatus.SUCCEEDED).value
     except Exception as exc:  # noqa: BLE001 - the summary must still be written
-        exc = refused_by_catalog(str(exc), cfg) or exc
+        exc = refused_by_catalog(with_type(exc), cfg) or exc
         summary["error"] = redact(error_text(exc), secrets)
         failures = [exc]
     summary["finished_at"] = _iso(time.time())
@@ -583,13 +597,9 @@ def _run(s: RunSettings) -> Tuple[Exit, Dict[str, Any]]:
 def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], Optional[Dict[str, str]]]:
     """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
     of them). With --engine python a table it hands over fails with the reason (exit 2)."""
-    from .core.engines import engine_refusal
     from .python_engine.catalog import open_catalog, require_namespace, source_tables
     from .python_engine.table_run import run_python_tables
 
-    why = engine_refusal(s.cfg)
-    if why is not None:  # auto: the whole run on Spark (python was refused before anything was read)
-        return [], None
     catalog = open_catalog(s.cfg)
     if s.tables is not None:
         require_namespace(catalog, job.source_namespace)
@@ -626,10 +636,10 @@ def _unhide_numpy() -> None:
         del sys.modules["numpy"]
 
 
-def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
-              summary: Dict[str, Any]) -> List[TableResult]:
+def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]], summary: Dict[str, Any],
+              whole: Optional[str] = None) -> List[TableResult]:
     """The results of the tables the python engine `handed` over ({table: why}; None: the asked
-    tables) on the Spark engine."""
+    tables, for the reason `whole` under auto) on the Spark engine."""
     _unhide_numpy()
     from .spark.catalog import IcebergCatalog
     from .spark.runner import dropped_sources, run_tables
@@ -648,7 +658,7 @@ def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]],
              job.cow_namespace, " (dry run)" if job.dry_run else "")
     results = run_tables(session, cfg, job, names, catalog)
     for r in results:
-        r.engine_reason = (handed or {}).get(r.table, r.engine_reason)
+        r.engine_reason = (handed or {}).get(r.table, r.engine_reason or whole or "")
     if s.tables is None:  # against every source of the namespace, not only those handed over
         present = names if handed is None else catalog.list_tables(job.source_namespace)
         summary["dropped_sources"] = dropped_sources(catalog, job, present)

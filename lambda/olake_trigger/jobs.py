@@ -4,7 +4,7 @@ The request carries the secret's id, never its content: the job reads the config
 """
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Union
 
 from olake_cow.core.config import CatalogType, DestinationConfig
@@ -18,7 +18,7 @@ from olake_cow.core.jvm import (
     executor_java_options,
 )
 from olake_cow.core.maintenance import MaintenanceOptions
-from olake_cow.core.modes import MirrorFormat, SourceMode
+from olake_cow.core.modes import Engine, MirrorFormat, SourceMode
 
 from .decide import AllTables, Tables
 from .settings import Settings
@@ -101,7 +101,10 @@ def start_job_run_request(settings: Settings, cfg: DestinationConfig, namespace:
         "executionTimeoutMinutes": settings.job_timeout_min,
         "jobDriver": {"sparkSubmit": {
             "entryPoint": settings.entry_point,
-            "entryPointArguments": job_argv(job_request(settings, namespace, tables, summary_uri, opts, maintenance)),
+            # Spark's: the express lane took what the python engine serves, and the job's package
+            # (infra/package_job.py) carries no pyiceberg.
+            "entryPointArguments": job_argv(replace(job_request(settings, namespace, tables, summary_uri, opts,
+                                                                maintenance), engine=Engine.SPARK)),
             "sparkSubmitParameters": spark_parameters(settings, cfg),
         }},
         "tags": {NAMESPACE_TAG: namespace, TRIGGER_TAG: opts.trigger},

@@ -24,6 +24,10 @@ from testkit.local import fresh_state, local_session, mirror_problems, read_rows
 from testkit.olake_writer import OlakeWriter
 
 _ns = itertools.count(1)
+# The engine a Lake's runs ask for unless a test names one: Spark, which the trigger's EMR runs use
+# on every catalog; test_engines.py parametrises both. OLAKE_COW_TEST_ENGINE=auto runs the suite
+# under the command line's own default.
+TEST_ENGINE = os.environ.get("OLAKE_COW_TEST_ENGINE", "spark")
 HADOOP, JDBC = "hcat", "pgcat"
 MODES, FORMATS = ("readonly", "truncate"), ("cow", "dv")
 
@@ -80,6 +84,7 @@ class Lake:
     def __init__(self, spark, destination, tmp_root, kind, mode="readonly", fmt="cow",
                  io: Optional[Dict[str, str]] = None):
         self.kind, self.mode, self.fmt, self.io = kind, mode, fmt, io
+        self.engine = TEST_ENGINE
         self.dest = destination
         self.catalog = destination["writer"]["catalog_name"]
         # Unique across module copies and processes: the JDBC catalog outlives one test.
@@ -114,6 +119,7 @@ class Lake:
         namespace unless `args` name them (the job refuses an option given twice)."""
         own = [] if "--destination-details" in args else ["--destination-details", self.dest_path]
         own += [] if "--source-namespace" in args else ["--source-namespace", self.ns]
+        own += [] if "--engine" in args else ["--engine", self.engine]
         return job_main([*own, "--quiet", *args])
 
     def source_metadata(self):

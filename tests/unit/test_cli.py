@@ -275,3 +275,52 @@ def test_a_summary_bucket_that_does_not_exist_is_refused_before_spark(tmp_path, 
     err = capsys.readouterr().err
     assert code == Exit.BAD_INPUT and "bucket no-such-bucket does not exist" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+JDBC = writer(catalog_type="jdbc", jdbc_url="jdbc:postgresql://127.0.0.1:1/db", iceberg_s3_path="/w")
+
+
+def without(monkeypatch, module):
+    """A process where `module` is not installed (the job's EMR package carries no pyiceberg)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a))
+
+
+def test_the_default_engine_is_auto():
+    from olake_cow.cli import build_parser
+
+    assert build_parser().parse_args(["--secret-id", "s", "--source-namespace", "sales"]).engine == "auto"
+
+
+@pytest.mark.parametrize("module", ["pyiceberg", "pyarrow"])
+def test_without_its_libraries_the_python_engine_is_refused_in_one_line_and_auto_runs_spark(
+        module, tmp_path, capsys, monkeypatch):
+    from olake_cow import cli
+    from olake_cow.core.config import parse_destination
+
+    cfg = parse_destination(JDBC["writer"])
+    assert cli.python_unavailable(cfg) is None
+    without(monkeypatch, module)
+    assert f"{module} is not installed" in (cli.python_unavailable(cfg) or "")
+    path = tmp_path / "destination.json"
+    path.write_text(json.dumps(JDBC))
+    monkeypatch.setattr("olake_cow.spark.session.build_session", spark_must_not_start)
+    assert run_cli(["--destination-details", str(path), "--source-namespace", "sales", "--quiet",
+                    "--engine", "python"]) == Exit.BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert f"{module} is not installed" in err and len(err.splitlines()) == 1, err
+
+    # auto: every table goes to Spark with the reason in its summary entry; the python engine is not asked
+    asked = {}
+
+    def on_spark(s, job, handed, summary, whole=None):
+        asked.update(handed=handed, whole=whole)
+        return []
+
+    monkeypatch.setattr(cli, "_on_spark", on_spark)
+    monkeypatch.setattr(cli, "_python_first", lambda *a: pytest.fail("the python engine ran without its libraries"))
+    job = cli.JobOptions("sales", "sales_cow", None)
+    code, _ = cli._run(cli.RunSettings(cfg, job, None, {}, None, None, cli.Engine.AUTO))
+    assert code == Exit.OK and asked["handed"] is None and f"{module} is not installed" in asked["whole"]

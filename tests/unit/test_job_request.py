@@ -9,7 +9,7 @@ from olake_cow.cli import build_parser, job_options
 from olake_cow.core.config import parse_destination
 from olake_cow.core.job_request import JobRequest, job_argv
 from olake_cow.core.maintenance import MaintenanceOptions
-from olake_cow.core.modes import MirrorFormat, SourceMode
+from olake_cow.core.modes import Engine, MirrorFormat, SourceMode
 from olake_trigger import jobs
 from olake_trigger.decide import AllTables, Tables
 from olake_trigger.settings import from_env
@@ -29,12 +29,14 @@ def parsed(argv):
     job, tables = job_options(a, CFG)
     return JobRequest(a.secret_id, job.source_namespace, job.cow_namespace, a.summary_out, job.delete_mode,
                       job.parallelism, job.cow_base_location, tuple(tables) if tables else None, a.region,
-                      job.source_mode, job.mirror_format, job.verify, job.maintenance)
+                      job.source_mode, job.mirror_format, job.verify, job.maintenance, Engine(a.engine))
 
 
 def resolved(req):
-    """What the job makes of `req`: without a base location, new mirrors go under the warehouse."""
-    return replace(req, cow_base_location=req.cow_base_location or f"{WAREHOUSE}/{req.cow_namespace}")
+    """What the job makes of `req`: without a base location, new mirrors go under the warehouse;
+    without an engine, the job's default (auto)."""
+    return replace(req, cow_base_location=req.cow_base_location or f"{WAREHOUSE}/{req.cow_namespace}",
+                   engine=req.engine or Engine.AUTO)
 
 
 BASE = JobRequest("olake/destination", "sales", "sales_cow", "s3://art/summaries/sales/t.json")
@@ -43,7 +45,7 @@ EVERYTHING = JobRequest(
     "s3://lake/mirrors-base", ("a", "b", "c"), "eu-west-1", SourceMode.TRUNCATE, MirrorFormat.DV, True,
     MaintenanceOptions(expire_source_hours=123456.25, expire_mirror_hours=0.001, rewrite_manifests=True,
                        compact_files=True, remove_orphans_hours=72, orphans_dry_run=True, only=True,
-                       fold_deletes=True, fold_ratio=0.3))
+                       fold_deletes=True, fold_ratio=0.3), Engine.SPARK)
 
 
 @pytest.mark.parametrize("req", [
@@ -72,7 +74,8 @@ def test_the_trigger_fills_in_the_deployments_settings_and_the_request_wins():
     got = parsed(request["jobDriver"]["sparkSubmit"]["entryPointArguments"])
     assert got == JobRequest(settings.secret_id, "sales", "sales_cow", got.summary_out, settings.delete_mode,
                              settings.parallelism, "s3://m/b/sales_cow", ("a", "b"), settings.region or None,
-                             SourceMode.READONLY, MirrorFormat.DV, True, MaintenanceOptions(rewrite_manifests=True))
+                             SourceMode.READONLY, MirrorFormat.DV, True, MaintenanceOptions(rewrite_manifests=True),
+                             Engine.SPARK)  # EMR runs Spark: the express lane takes the python engine's
     # maintenance the decision does not run stays off the command line
     idle = jobs.start_job_run_request(settings, cfg, "sales", AllTables(), "w", asked, maintenance=False)
     assert parsed(idle["jobDriver"]["sparkSubmit"]["entryPointArguments"]).maintenance == MaintenanceOptions()

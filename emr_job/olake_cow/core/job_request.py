@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from .maintenance import MaintenanceOptions
-from .modes import DeleteMode, MirrorFormat, SourceMode
+from .modes import DeleteMode, Engine, MirrorFormat, SourceMode
 
 # EMR Serverless job run states that end a run (the trigger's end events, run-now's wait).
 FINAL_STATES = ("SUCCESS", "FAILED", "CANCELLED")
@@ -26,6 +26,7 @@ class JobRequest:
     mirror_format: Optional[MirrorFormat] = None  # None: each mirror keeps its own
     verify: bool = False
     maintenance: MaintenanceOptions = field(default_factory=MaintenanceOptions)
+    engine: Optional[Engine] = None  # None: the job's default (auto); EMR runs are Spark's (jobs.py)
 
 
 def job_argv(req: JobRequest) -> List[str]:
@@ -37,7 +38,8 @@ def job_argv(req: JobRequest) -> List[str]:
                 ("--tables", ",".join(sorted(req.tables)) if req.tables is not None else None),
                 ("--region", req.region),
                 ("--source-mode", req.source_mode.value if req.source_mode else None),
-                ("--mirror-format", req.mirror_format.value if req.mirror_format else None))
+                ("--mirror-format", req.mirror_format.value if req.mirror_format else None),
+                ("--engine", req.engine.value if req.engine else None))
     for flag, value in optional:
         if value:
             args += [flag, value]
