@@ -1,10 +1,12 @@
 """Entry point of the mirror job: `spark-submit main.py ...` on EMR Serverless, or locally
 `.venv/bin/python emr_job/main.py ...` (starts a local Spark session with the Iceberg runtime)."""
+import gc
 import logging
 import os
 import sys
 
-from olake_cow.cli import hide_numpy, main
+gc.disable()  # before the imports: cli.short_process says why
+from olake_cow.cli import main, short_process  # noqa: E402
 
 
 def finish(code: int) -> None:
@@ -21,5 +23,5 @@ def finish(code: int) -> None:
 
 
 if __name__ == "__main__":
-    hide_numpy()
+    short_process()
     finish(main())

@@ -1,5 +1,6 @@
 """Command line of the mirror job (see README, "Command line"; `--help`)."""
 import argparse
+import gc
 import logging
 import os
 import re
@@ -623,24 +624,28 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
     return results, dict(handed)
 
 
-def hide_numpy() -> None:
-    """For the job's own process (main.py): pyarrow imports NumPy whenever it is installed, 0.13 s of
-    a python-engine run that never uses it (the express lane's function ships without it). Spark's
-    Python side may import it: it is back before Spark starts (_on_spark)."""
+def short_process() -> None:
+    """For the job's own process (main.py), one per run: pyarrow imports NumPy whenever it is
+    installed, 0.13 s of a python-engine run that never uses it (the express lane's function ships
+    without it); and the cyclic garbage collector's passes over the objects of ~700 imported modules
+    cost about 0.1 s of a 1.4 s sync, where a python-engine run makes little cyclic garbage (a 1M-row
+    first build peaks at 700-717 MB either way: docs/BENCHMARKS.md). main.py turns the collector off
+    before its first import. Both are back before Spark starts (_on_spark)."""
     if "pyarrow" not in sys.modules:
         sys.modules.setdefault("numpy", None)  # type: ignore[arg-type]  # None: "import numpy" fails
 
 
-def _unhide_numpy() -> None:
+def _before_spark() -> None:
     if sys.modules.get("numpy", False) is None:
         del sys.modules["numpy"]
+    gc.enable()
 
 
 def _on_spark(s: RunSettings, job: JobOptions, handed: Optional[Dict[str, str]], summary: Dict[str, Any],
               whole: Optional[str] = None) -> List[TableResult]:
     """The results of the tables the python engine `handed` over ({table: why}; None: the asked
     tables, for the reason `whole` under auto) on the Spark engine."""
-    _unhide_numpy()
+    _before_spark()
     from .spark.catalog import IcebergCatalog
     from .spark.runner import dropped_sources, run_tables
     from .spark.session import build_session
