@@ -22,6 +22,7 @@ from .core.config import (
     redact,
     refused_by_catalog,
 )
+from .core.engines import SPARK_WAY, engine_refusal
 from .core.errors import BAD_INPUT_ERRORS, ConfigError, EngineError, OlakeCowError, aws_error_code, with_type
 from .core.failure import error_text
 from .core.filesize import MAX_FILE_SIZE_MB
@@ -492,10 +493,9 @@ def check_engine(args: argparse.Namespace, cfg: DestinationConfig, job: JobOptio
                                      fmt is not None and not FORMATS[fmt].python_engine),
                                     ("--verify", job.verify),
                                     ("maintenance", job.maintenance.requested or job.maintenance.only)) if on]
-    why = python_unavailable(cfg) or (f"the python engine does not serve {asked[0]}: run it with --engine spark (or "
-                                  "auto)" if asked else None)
+    why = python_unavailable(cfg) or (f"the python engine does not serve {asked[0]}" if asked else None)
     if why:
-        raise EngineError(why)
+        raise EngineError(f"{why}: {SPARK_WAY}")
 
 
 def python_unavailable(cfg: DestinationConfig) -> Optional[str]:
@@ -503,11 +503,9 @@ def python_unavailable(cfg: DestinationConfig) -> Optional[str]:
     process without its libraries (the job's EMR package carries no pyiceberg)."""
     from importlib.util import find_spec
 
-    from .core.engines import engine_refusal
-
     missing = [m for m in ("pyiceberg", "pyarrow") if find_spec(m) is None]
-    return engine_refusal(cfg) or (f"{missing[0]} is not installed here, and the python engine needs it: run it "
-                                   "with --engine spark (or auto)" if missing else None)
+    return engine_refusal(cfg) or (f"{missing[0]} is not installed here, and the python engine needs it"
+                                   if missing else None)
 
 
 def resolve_options(args: argparse.Namespace, cfg: DestinationConfig) -> RunSettings:
@@ -617,8 +615,7 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
             if s.hand_over:
                 res.status = TableStatus.HANDED_OVER
             else:
-                res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; run it "
-                                              "with --engine spark (or auto)")
+                res.fail(EngineError(reason), f"the python engine leaves this table to Spark: {reason}; {SPARK_WAY}")
             results.append(res)
         return results, {}
     return results, dict(handed)

@@ -2,7 +2,8 @@
 import pytest
 
 from olake_cow.core.config import parse_destination
-from olake_cow.python_engine.catalog import engine_refusal, sqlalchemy_url
+from olake_cow.core.errors import ConfigError
+from olake_cow.python_engine.catalog import engine_refusal, open_catalog, sqlalchemy_url
 
 
 def _jdbc(url, **extra):
@@ -24,7 +25,9 @@ def test_a_postgresql_url_becomes_libpq_settings_with_the_configs_credentials():
 ])
 def test_what_it_cannot_open_is_refused_by_name(url, said):
     why = engine_refusal(_jdbc(url))
-    assert why is not None and said in why and "--engine spark" in why
+    assert why is not None and said in why
+    with pytest.raises(ConfigError, match="run it with --engine spark"):
+        open_catalog(_jdbc(url))
 
 
 def test_hadoop_and_hive_stay_on_spark():

@@ -15,27 +15,30 @@ from .snapshots import TableState
 
 # The catalogs the python engine opens (pyiceberg): Hive and the file-system catalog stay on Spark.
 PYTHON_CATALOGS = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
+# The way out when a user asked for the python engine (`--engine python`) and it cannot serve.
+SPARK_WAY = "run it with --engine spark (or auto)"
 # JDBC URL parameters the python engine passes on to PostgreSQL's client (python_engine/catalog.py).
 JDBC_PARAMS = ("user", "password", "sslmode", "ssl", "ApplicationName")
 
 
 def engine_refusal(cfg: DestinationConfig) -> Optional[str]:
-    """Why the Python engine cannot run against this destination (None: it can)."""
+    """Why the Python engine cannot run against this destination (None: it can); a user who asked
+    for it is told SPARK_WAY too."""
     if cfg.catalog_type not in PYTHON_CATALOGS:
         return (f"the python engine serves glue, jdbc and rest catalogs; catalog {cfg.catalog_name!r} is "
-                f"{cfg.catalog_type}: run it with --engine spark (or auto)")
+                f"{cfg.catalog_type}")
     if cfg.catalog_type != CatalogType.JDBC:
         return None
     url = str(cfg.get("jdbc_url") or "")
     kind = jdbc_kind(url)
     if kind != "postgresql":
         return (f"the python engine reads jdbc catalogs on PostgreSQL; {cfg.catalog_name!r} is on "
-                f"{kind or 'an unknown database'}: run it with --engine spark (or auto)")
+                f"{kind or 'an unknown database'}")
     unknown = sorted(set(dict(parse_qsl(urlsplit(url[len("jdbc:"):]).query))) - set(JDBC_PARAMS))
     if unknown:
         # Another meaning in libpq, or none (currentSchema would point it at other tables): refused.
         return (f"the python engine does not translate the JDBC URL parameter {unknown[0]!r} of catalog "
-                f"{cfg.catalog_name!r} to PostgreSQL's client: run it with --engine spark (or auto)")
+                f"{cfg.catalog_name!r} to PostgreSQL's client")
     return None
 
 

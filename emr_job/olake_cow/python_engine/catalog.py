@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
-from ..core.engines import engine_refusal
+from ..core.engines import SPARK_WAY, engine_refusal
 from ..core.errors import ConfigError, namespace_missing
 from ..core.snapshots import MISSING, TableState, state_from_metadata
 
@@ -45,7 +45,7 @@ def open_catalog(cfg: DestinationConfig) -> Any:
     """pyiceberg's catalog for the destination (ConfigError when the engine does not serve it)."""
     why = engine_refusal(cfg)
     if why is not None:
-        raise ConfigError(why)
+        raise ConfigError(f"{why}: {SPARK_WAY}")
     pub, sec = catalog_properties(cfg)
     props: Dict[str, str] = {k: v for k, v in {**pub, **sec}.items() if k in _FILE_IO_KEYS}
     if "client.region" in props:
