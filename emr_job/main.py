@@ -1,5 +1,6 @@
-"""Entry point of the mirror job: `spark-submit main.py ...` on EMR Serverless, or locally
-`.venv/bin/python emr_job/main.py ...` (starts a local Spark session with the Iceberg runtime)."""
+"""Entry point of the mirror job: `spark-submit main.py ... --engine spark` on EMR Serverless, or
+locally `.venv/bin/python emr_job/main.py ...` (by default the python engine where it serves, and a
+local Spark session with the Iceberg runtime for the rest)."""
 import gc
 import logging
 import os
