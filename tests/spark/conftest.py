@@ -84,7 +84,7 @@ class Lake:
     def __init__(self, spark, destination, tmp_root, kind, mode="readonly", fmt="cow",
                  io: Optional[Dict[str, str]] = None):
         self.kind, self.mode, self.fmt, self.io = kind, mode, fmt, io
-        self.engine = TEST_ENGINE
+        self.engine: Optional[str] = TEST_ENGINE
         self.dest = destination
         self.catalog = destination["writer"]["catalog_name"]
         # Unique across module copies and processes: the JDBC catalog outlives one test.
@@ -119,7 +119,7 @@ class Lake:
         namespace unless `args` name them (the job refuses an option given twice)."""
         own = [] if "--destination-details" in args else ["--destination-details", self.dest_path]
         own += [] if "--source-namespace" in args else ["--source-namespace", self.ns]
-        own += [] if "--engine" in args else ["--engine", self.engine]
+        own += [] if "--engine" in args or not self.engine else ["--engine", self.engine]  # None: the default
         return job_main([*own, "--quiet", *args])
 
     def source_metadata(self):

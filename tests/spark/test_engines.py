@@ -13,7 +13,7 @@ from tests.spark.conftest import Lake
 from olake_cow.python_engine.catalog import open_catalog
 from olake_cow.spark.session import local_aws_jars
 from testkit.catalogs import glue_destination, glue_io, reference_destination, reference_io, renamed
-from testkit.lakes import first_build, olake_changes
+from testkit.lakes import first_build, olake_changes, rows
 
 pytestmark = [pytest.mark.spark]
 ENGINES = ["spark", "python"]
@@ -253,6 +253,26 @@ def test_what_the_python_engine_does_not_serve_is_one_line_before_anything_is_re
     assert lake.source_metadata() == before and not os.path.exists(summary)
     assert not lake.tables.namespace_exists(lake.cow_ns)
     json.dumps(err)
+
+
+@pytest.mark.parametrize("kind, engine", [("jdbc", "python"), ("hadoop", "spark")])
+def test_with_no_engine_named_the_python_engine_runs_where_it_serves_and_spark_says_why_elsewhere(
+        spark, destinations, tmp_root, kind, engine):
+    """The command line's default is auto: a jdbc mirror is built and merged by the python engine; on
+    a file-system catalog every table goes to Spark, its reason naming the catalog (no advice to
+    use another engine: none was asked for)."""
+    lake = _lake(spark, destinations, tmp_root, kind)
+    lake.engine = None  # the job's own default
+    lake.writer.create_table("t", [("v", "int"), ("s", "string")])
+    lake.writer.backfill("t", rows(0, 20))
+    for _ in range(2):
+        code, entry = lake.run_summary()
+        assert code == 0 and entry["engine"] == engine and entry["status"] == "merged", entry
+        if engine == "spark":
+            assert "serves glue, jdbc and rest catalogs" in entry["engine_reason"], entry
+            assert "--engine" not in entry["engine_reason"], entry
+        lake.assert_mirror_matches("t", engines=["pyiceberg"])
+        olake_changes(lake, 10)
 
 
 def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_root):
