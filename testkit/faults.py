@@ -18,7 +18,8 @@ def crash(monkeypatch, cls, name, when="after"):
 
 
 def run_crashing(lake, monkeypatch, cls, name, when="after"):
-    """One job run with `cls.name` crashing: the run must report failure (exit 1)."""
+    """One job run with `cls.name` crashing: the run must report failure (exit 1). The crashes are
+    injected into the Spark engine's code, so the run is Spark's whatever the suite's engine."""
     with monkeypatch.context() as m:
         crash(m, cls, name, when)
-        assert lake.run() == 1
+        assert lake.run("--engine", "spark") == 1
