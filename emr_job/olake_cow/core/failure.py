@@ -30,8 +30,8 @@ def first_line(message: object) -> str:
 
 
 def fail_table(res: TableResult, exc: BaseException, secrets: List[str], cfg: DestinationConfig) -> TableResult:
-    text = str(exc)
-    exc = store_refusal(text, res.mirror) or refused_by_catalog(with_type(exc), cfg) or exc
+    text = with_type(exc)
+    exc = store_refusal(text, res.mirror) or refused_by_catalog(text, cfg) or exc
     res.fail(exc, redact(error_text(exc), secrets))
     log.error("[%s] failed: %s", res.table, res.error)
     return res

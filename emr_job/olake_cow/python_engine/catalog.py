@@ -67,16 +67,13 @@ def _rest(cfg: DestinationConfig, pub: Dict[str, str], sec: Dict[str, str], prop
     token or SigV4); Nessie's server is refused as the Spark engine refuses it."""
     from pyiceberg.catalog.rest import RestCatalog
 
-    both = {**pub, **sec}
-    delegation = "header.X-Iceberg-Access-Delegation" in both  # rest_vended_credentials
-
     class _Catalog(RestCatalog):
         def _config_headers(self, session: Any) -> None:
             """pyiceberg 0.12 asks every server for vended credentials; Iceberg's Java client only
-            when the destination says so. Asked, a server may vend keys the destination did not
-            want, and SeaweedFS then leaves out the table's S3 endpoint."""
+            when its properties say so (rest_vended_credentials). Asked, a server may vend keys the
+            destination did not want, and SeaweedFS then leaves out the table's S3 endpoint."""
             super()._config_headers(session)
-            if not delegation:
+            if "header.X-Iceberg-Access-Delegation" not in self.properties:
                 session.headers.pop("X-Iceberg-Access-Delegation", None)
 
         def _init_sigv4(self, session: Any) -> None:
@@ -95,6 +92,7 @@ def _rest(cfg: DestinationConfig, pub: Dict[str, str], sec: Dict[str, str], prop
 
             adapter.add_headers = add_headers
 
+    both = {**pub, **sec}
     rest = {k: v for k, v in both.items() if k in _REST_KEYS or k.startswith("header.")}
     rest.update({_REST_SIGNING[k]: v for k, v in both.items() if k in _REST_SIGNING})
     catalog = _Catalog(cfg.catalog_name, **props, **rest)
