@@ -23,6 +23,12 @@ def _lake(spark, destinations, tmp_root, kind="jdbc"):
     return Lake(spark, destinations[kind], tmp_root, kind, "readonly", "cow")
 
 
+def _metadata_log(lake, table="t"):
+    """Every metadata file the mirror's commits wrote, oldest first."""
+    t = open_catalog(lake.cfg).load_table((lake.cow_ns, f"{table}_cow"))
+    return [e.metadata_file for e in t.metadata.metadata_log] + [t.metadata_location]
+
+
 def _merged_by(lake, engine, *args, mode="keep"):
     code, entry = lake.run_summary("--engine", engine, "--delete-mode", mode, *args)
     assert code == 0, entry
@@ -110,12 +116,15 @@ def test_a_merge_over_the_budget_goes_to_spark_with_auto_and_is_refused_with_pyt
 @pytest.mark.parametrize("delete_mode", ["equality", "position", "dv"])
 def test_a_first_build_of_a_source_that_already_holds_every_kind_of_change(spark, destinations, tmp_root, engine,
                                                                            delete_mode):
-    """The whole source snapshot, its deletes of each kind resolved (duplicate keys included), is the
-    first build: the mirror equals the model, and the next syncs merge into it."""
+    """The whole source snapshot, its deletes of each kind resolved (duplicate keys included) and its
+    files written before and after a column was added, is the first build: the mirror equals the
+    model, and the next syncs merge into it."""
     lake = _lake(spark, destinations, tmp_root)
     lake.writer.create_table("t", [("v", "int"), ("s", "string")], delete_mode=delete_mode)
     lake.writer.backfill("t", [{"_olake_id": str(i), "v": i, "s": f"r{i}"} for i in range(60)])
     olake_changes(lake, 10, delete_mode)
+    lake.writer.add_column("t", "extra", "string")
+    lake.writer.commit("t", [{"_olake_id": "11", "_op_type": "u", "v": 11, "extra": "e"}])
     olake_changes(lake, 20, delete_mode)
     entry = _merged_by(lake, engine)
     assert entry["rows_upserted"] == len(lake.writer.model("t").expected()), entry
@@ -214,7 +223,7 @@ def test_a_python_first_build_killed_before_its_write_is_finished_by_either_engi
                                                                                   monkeypatch, then):
     """The mirror is created in a commit of its own, its rows in a second: a run that dies between the
     two leaves an empty mirror of the job's own (no files that would block its creation), which the
-    next run of either engine fills."""
+    next run of either engine fills, with the column the source gained meanwhile."""
     from olake_cow.python_engine import table_run
 
     lake = _lake(spark, destinations, tmp_root)
@@ -230,7 +239,88 @@ def test_a_python_first_build_killed_before_its_write_is_finished_by_either_engi
     monkeypatch.undo()
     mirror = lake.mirror("t")
     assert mirror.exists and mirror.current_id is None
+    lake.writer.add_column("t", "extra", "string")
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 30, "s": "x", "extra": "e"}])
     _merged_by(lake, then)
+    assert {r["_olake_id"]: r["extra"] for r in lake.mirror_rows("t")}["3"] == "e"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_new_widened_renamed_and_dropped_columns_reach_the_mirror_on_both_engines(spark, destinations, tmp_root,
+                                                                                    engine):
+    """OLake's table gains a column, widens one and renames one (another tool), and drops one: each
+    engine's merge makes the mirror follow (the python engine in the merge's own commit). Old rows
+    keep their values under the new name; the dropped column stays in the mirror, its old values
+    kept and null in rows written after the drop."""
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, engine=engine)
+    commits = len(_metadata_log(lake))
+    lake.writer.add_column("t", "extra", "string")
+    lake.writer.add_column("t", "gone", "int")
+    lake.writer.widen_column("t", "v", "bigint")
+    lake.writer.rename_column("t", "s", "label")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 2**40, "extra": "e", "label": "x", "gone": 1},
+                             {"_olake_id": "77", "_op_type": "c", "v": 7, "extra": "n", "label": "n", "gone": 2}])
+    _merged_by(lake, engine)
+    if engine == "python":  # the new schema and its rows in one commit
+        assert len(_metadata_log(lake)) == commits + 1
+    lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} DROP COLUMN gone")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 5, "extra": "f", "label": "y"},
+                             {"_olake_id": "78", "_op_type": "c", "v": 8, "extra": "m", "label": "m"}])
+    code, entry = lake.run_summary("--engine", engine)
+    assert code == 0 and entry["engine"] == engine and entry["status"] == "merged", entry
+    fields = {f.name: f.dataType.simpleString() for f in lake.writer.spark.table(lake.mirror_q("t")).schema}
+    assert fields == {"_olake_id": "string", "v": "bigint", "label": "string", "extra": "string", "gone": "int",
+                      "_op_type": "string", "_olake_timestamp": fields["_olake_timestamp"],
+                      "_cdc_timestamp": fields["_cdc_timestamp"]}, fields
+    got = {r["_olake_id"]: (r["v"], r["label"], r["extra"], r["gone"]) for r in lake.mirror_rows("t")}
+    expected = {str(i): (i, f"r{i}", None, None) for i in range(60)}
+    expected.update({"1": (5, "y", "f", None), "77": (7, "n", "n", 2), "78": (8, "m", "m", None)})
+    assert got == expected
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 9, "extra": "g", "label": "z"}])
+    _merged_by(lake, "spark" if engine == "python" else "python")  # the other engine takes the mirror on
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_nested_schema_changes_reach_the_mirror_on_both_engines(spark, destinations, tmp_root, engine):
+    """Changes inside nested types that Iceberg allows: a field added to a struct, int -> long in a
+    struct, a list element and a map value widened."""
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("n", [("v", "int"), ("st", "struct<a:int,b:string>"), ("arr", "array<int>"),
+                                   ("mp", "map<string,float>")])
+    lake.writer.backfill("n", [{"_olake_id": str(i), "v": i, "st": {"a": i, "b": f"b{i}"}, "arr": [i, i + 1],
+                                "mp": {"k": 0.5}} for i in range(10)])
+    assert lake.run("--engine", engine) == 0
+    q = lake.writer.q("n")
+    for ddl in ("ADD COLUMN st.c string", "ALTER COLUMN st.a TYPE bigint", "ALTER COLUMN arr.element TYPE bigint",
+                "ALTER COLUMN mp.value TYPE double"):
+        lake.writer.spark.sql(f"ALTER TABLE {q} {ddl}")
+    lake.writer.commit("n", [{"_olake_id": "1", "_op_type": "u", "v": 1, "st": {"a": 2**40, "b": "x", "c": "new"},
+                              "arr": [2**40], "mp": {"k": 0.25}},
+                             {"_olake_id": "20", "_op_type": "c", "v": 20, "st": {"a": 5, "b": "y", "c": "z"},
+                              "arr": [], "mp": {}}])
+    code, entry = lake.run_summary("--engine", engine, table="n")
+    assert code == 0 and entry["engine"] == engine and entry["status"] == "merged", entry
+    mirror = {f.name: f.dataType.simpleString() for f in lake.writer.spark.table(lake.mirror_q("n")).schema}
+    assert mirror["st"] == "struct<a:bigint,b:string,c:string>"
+    assert mirror["arr"] == "array<bigint>" and mirror["mp"] == "map<string,double>"
+    lake.assert_mirror_matches("n", engines=("pyiceberg", "duckdb"))
+
+
+def test_a_partition_spec_change_is_the_spark_engines(spark, destinations, tmp_root):
+    """The python engine does not evolve a mirror's partition spec: under auto the table goes to
+    Spark with the reason, under --engine python it is refused in one line, the mirror untouched."""
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, partition_by=["bucket(4, _olake_id)"], engine="python")
+    lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('t')} ADD PARTITION FIELD s")
+    lake.writer.commit("t", [{"_olake_id": "100", "_op_type": "c", "v": 100, "s": "eu"}])
+    before = lake.mirror("t").metadata_location
+    code, entry = lake.run_summary("--engine", "python")
+    assert code == 2 and "partition spec" in entry["error"] and "--engine spark" in entry["error"], entry
+    assert lake.mirror("t").metadata_location == before
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "spark" and "partition spec" in entry["engine_reason"], entry
+    lake.assert_mirror_matches("t")
 
 
 @pytest.mark.parametrize("args, kind, said", [
@@ -286,16 +376,16 @@ def test_auto_leaves_maintenance_to_spark_and_runs_it(spark, destinations, tmp_r
 
 
 def test_auto_over_a_whole_namespace_names_no_source_as_dropped(spark, destinations, tmp_root):
-    """The python engine merges one table, Spark evolves and merges another: the run names no mirror
-    as left behind by a dropped source (every source is still there)."""
+    """The python engine merges one table, Spark evolves the partition spec of another and merges it:
+    the run names no mirror as left behind by a dropped source (every source is still there)."""
     lake = _lake(spark, destinations, tmp_root)
     first_build(lake)
     lake.writer.create_table("u", [("v", "int")])
     lake.writer.backfill("u", [{"_olake_id": "1", "v": 1}])
     assert lake.run("--engine", "auto") == 0
     olake_changes(lake, 10)
-    lake.writer.add_column("u", "extra", "string")
-    lake.writer.commit("u", [{"_olake_id": "2", "_op_type": "c", "v": 2, "extra": "e"}])
+    lake.writer.spark.sql(f"ALTER TABLE {lake.writer.q('u')} ADD PARTITION FIELD bucket(2, _olake_id)")
+    lake.writer.commit("u", [{"_olake_id": "2", "_op_type": "c", "v": 2}])
     code, entry = lake.run_summary("--engine", "auto")
     assert code == 0 and entry["engine"] == "python", entry
     assert {t["table"]: t["engine"] for t in lake.last_summary["tables"]} == {"t": "python", "u": "spark"}

@@ -25,7 +25,7 @@ def create_mirror(catalog: Any, src: Any, ns: str, name: str, source_name: str, 
     try:
         tx = catalog.create_table_transaction(
             (ns, name), schema=src.schema(), location=location, partition_spec=src.spec(),
-            sort_order=_order(src), properties=new_mirror_properties(fmt, mode, source_name, delete_mode,
+            sort_order=wanted_order(src), properties=new_mirror_properties(fmt, mode, source_name, delete_mode,
                                                                      target_file_mb))
         where = tx.table_metadata.location
         full = f"{ns}.{name}"
@@ -54,7 +54,8 @@ def _create_namespace(catalog: Any, ns: str) -> bool:
     return True
 
 
-def _order(src: Any) -> Any:
+def wanted_order(src: Any) -> Any:
+    """The mirror's sort order: its source's, or by _olake_id when the source has none."""
     from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
     from pyiceberg.transforms import IdentityTransform
 

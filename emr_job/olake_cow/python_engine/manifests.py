@@ -48,6 +48,18 @@ def _entry(e: Any, key_field_id: Optional[int]) -> Entry:
     return Entry(live, f, int(f.spec_id), tuple(f.partition) if f.partition is not None else ())
 
 
+def aligned(rows: Any, schema: Any) -> Any:
+    """`rows` with exactly the columns of the Arrow `schema` (by name, any case; missing ones null)."""
+    import pyarrow as pa
+
+    have = {name.lower(): name for name in rows.column_names}
+    cols = []
+    for f in schema:
+        name = have.get(f.name.lower())
+        cols.append(rows.column(name).cast(f.type) if name is not None else pa.nulls(rows.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 class Manifests:
     """One table's manifests, each read once per run."""
 
@@ -129,16 +141,17 @@ class Manifests:
         return out
 
     def rows(self, data: Sequence[Entry], at: Sequence[Entry], equality: bool = True,
-             positional: bool = True) -> ArrowTable:
+             positional: bool = True, schema: Any = None) -> ArrowTable:
         """The rows the data files show given the delete files `at` (a snapshot's live files), in
-        the table's current schema: position deletes and deletion vectors as of the data file's
-        sequence number or newer, equality deletes newer than it in its partition (or global)."""
+        `schema` (pyiceberg's; the table's current one by default): position deletes and deletion
+        vectors as of the data file's sequence number or newer, equality deletes newer than it in its
+        partition (or global)."""
         import pyarrow as pa
         import pyarrow.compute as pc
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
-        schema = self.table.metadata.schema()
+        schema = schema if schema is not None else self.table.metadata.schema()
         eq = [d for d in at if d.live.content == EQUALITY_DELETES] if equality else []
         by_path = {d.live.path: d for d in eq}
         parts = []
@@ -148,7 +161,11 @@ class Manifests:
             if keys and table.num_rows:
                 table = table.filter(pc.invert(pc.is_in(table.column(KEY), value_set=pa.array(sorted(keys)))))
             parts.append(table)
-        return pa.concat_tables(parts) if parts else schema_to_pyarrow(schema).empty_table()
+        # pyiceberg types a column no file of a scan holds as its own default (large_string), or
+        # leaves it out of a scan without rows: every part in one Arrow schema before they are joined.
+        target = schema_to_pyarrow(schema)
+        parts = [p if p.schema.equals(target, check_metadata=False) else aligned(p, target) for p in parts]
+        return pa.concat_tables(parts) if parts else target.empty_table()
 
     def _tasks(self, data: Sequence[Entry], at: Sequence[Entry], eq: Sequence[Entry],
                positional: bool) -> Dict[Tuple[str, ...], List[Any]]:

@@ -17,37 +17,29 @@ from ..core.resolution import KEY
 from ..core.snapshots import Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
-from .manifests import Manifests, state_of
+from .evolve import follow_source
+from .manifests import Manifests, aligned, state_of
 from .resolve import ArrowChangeSet
 
 
-def aligned(rows: Any, schema: Any) -> Any:
-    """`rows` with exactly the columns of the Arrow `schema` (by name, any case; missing ones null)."""
-    import pyarrow as pa
-
-    have = {name.lower(): name for name in rows.column_names}
-    cols = []
-    for f in schema:
-        name = have.get(f.name.lower())
-        cols.append(rows.column(name).cast(f.type) if name is not None else pa.nulls(rows.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
 def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode,
-              result: TableResult) -> None:
+              result: TableResult, source: Any) -> List[str]:
     """Merge the change set into the cow mirror (pyiceberg table `mirror`, at `state`) and publish it
-    with the step's target as its checkpoint and its properties, in one commit."""
+    with the step's target as its checkpoint and its properties, in one commit, with the columns
+    the mirror must follow of pyiceberg table `source` (evolve.py). Returns what of its schema
+    changed."""
     counts, marker, recorded = cs.counts, step.target, dict(step.properties)
-    touched, written = _rewrite(mirror, state, cs)
+    tx = mirror.transaction()
+    followed = follow_source(tx, source)
+    touched, written = _rewrite(mirror, tx.table_metadata.schema(), state, cs)
     if not touched and not written.num_rows:
-        # Deletes of keys the mirror does not hold change nothing: only the checkpoint moves.
-        with mirror.transaction() as tx:
-            tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, **recorded})
+        # Deletes of keys the mirror does not hold change no rows: only the checkpoint moves.
+        tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, **recorded})
+        tx.commit_transaction()
         result.rows_deleted += counts.deletes
-        return
+        return followed
     parent = state.snapshot(state.current_id)
     parent_rows = live_rows(parent) if parent is not None else 0
-    tx = mirror.transaction()
     _overwrite(tx, mirror, touched, written, marker)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
@@ -62,22 +54,26 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     result.files_rewritten += len(touched)
     result.files_read += len(touched)
     result.bytes_read += sum(e.live.size for e in touched)
+    return followed
 
 
 def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode, result: TableResult,
-              source_bytes: int) -> None:
+              source_bytes: int, source: Any) -> List[str]:
     """A first build: every row of the change set (a whole source snapshot of `source_bytes`)
     appended to the empty cow mirror, sorted by key, with the checkpoint and its properties,
-    audited, in one commit. An unpartitioned mirror is written in the key ranges a Spark rebuild
-    writes (core/filesize.py), so a later merge of nearby keys rewrites a small part of it."""
+    audited, in one commit, with the columns of pyiceberg table `source` the mirror must follow (an
+    empty mirror a killed run left may be older than them). An unpartitioned mirror is written in
+    the key ranges a Spark rebuild writes (core/filesize.py), so a later merge of nearby keys
+    rewrites a small part of it. Returns what of its schema changed."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     marker = step.target
-    rows = aligned(cs.upserts, schema_to_pyarrow(mirror.metadata.schema())).sort_by([(KEY, "ascending")])
+    tx = mirror.transaction()
+    followed = follow_source(tx, source)
+    rows = aligned(cs.upserts, schema_to_pyarrow(tx.table_metadata.schema())).sort_by([(KEY, "ascending")])
     ranges = 1
     if mirror.metadata.spec().is_unpartitioned():
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
-    tx = mirror.transaction()
     _overwrite(tx, mirror, [], rows, marker, ranges)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
@@ -87,11 +83,13 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
     result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
     result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
+    return followed
 
 
-def _rewrite(mirror: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[Any], Any]:
+def _rewrite(mirror: Any, schema: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[Any], Any]:
     """(the mirror files the change keys can reach, the rows replacing them: theirs less the changed
-    keys, and the upserts)."""
+    keys, and the upserts), in the mirror's pyiceberg `schema` (its columns by field id, so a renamed
+    column keeps its values)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -102,8 +100,8 @@ def _rewrite(mirror: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[A
     bounds = [FileBounds(e.live.path, e.live.lo, e.live.hi, e.live.size) for e in data]
     touched_paths = {f.path for f in touched_files(bounds, keys)}
     touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
-    target = schema_to_pyarrow(mirror.metadata.schema())
-    kept = files.rows(touched, [])
+    target = schema_to_pyarrow(schema)
+    kept = files.rows(touched, [], schema=schema)
     if kept.num_rows and keys:
         kept = kept.filter(pc.invert(pc.is_in(kept.column(KEY), value_set=pa.array(keys, pa.string()))))
     upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])

@@ -22,21 +22,13 @@ from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
+from .evolve import spec_or_order_change
 from .merge import build_cow, merge_cow
 from .reader import ArrowHistoryReader, HandOver
 
 log = logging.getLogger("olake_cow")
 ENGINE = Engine.PYTHON.value
 MAX_STEPS = 1000
-
-
-def _columns(table: Any) -> List[Tuple[str, str, bool]]:
-    return [(f.name, str(f.field_type), bool(f.required)) for f in table.metadata.schema().fields]
-
-
-def _spec(table: Any) -> List[Tuple[str, str]]:
-    schema = table.metadata.schema()
-    return [(str(f.transform), schema.find_column_name(f.source_id) or "") for f in table.metadata.spec().fields]
 
 
 class PythonTableRun:
@@ -90,12 +82,11 @@ class PythonTableRun:
 
     def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
         """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
-        mirror someone changed was handed over before the loop (python_refusal)."""
-        if mir is not None and (_columns(src) != _columns(mir) or _spec(src) != _spec(mir)):
-            raise HandOver("the source's schema or partition spec changed: the Spark engine evolves the mirror")
-        over = over_budget(source, mirror, self.budget)
-        if over:
-            raise HandOver(over)
+        mirror someone changed was handed over before the loop (python_refusal); new columns, renames
+        and type promotions the merge follows itself (evolve.py)."""
+        why = over_budget(source, mirror, self.budget) or (spec_or_order_change(src, mir) if mir is not None else None)
+        if why:
+            raise HandOver(why)
 
     def _loop(self, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
         target = source.current_id
@@ -148,8 +139,9 @@ class PythonTableRun:
         else:  # left empty by a run killed before its write
             mir, mirror = self._keep_properties(mir, mirror)
         read = source.snapshot(step.read_id)
-        build_cow(mir, cs, step, self.opts.delete_mode, self.result,
-                  read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0)
+        for what in build_cow(mir, cs, step, self.opts.delete_mode, self.result,
+                              read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0, src):
+            self.say("mirror follows the source's %s", what)
         self.result.add_time("merging", time.monotonic() - t0)
         self.result.merges += 1
         self.say("rebuilt mirror from source snapshot %s: %d row(s) upserted, 0 key(s) deleted",
@@ -173,7 +165,8 @@ class PythonTableRun:
         self.result.files_read += cs.files_read
         self.result.bytes_read += cs.bytes_read
         t0 = time.monotonic()
-        merge_cow(mir, mirror, cs, step, self.opts.delete_mode, self.result)
+        for what in merge_cow(mir, mirror, cs, step, self.opts.delete_mode, self.result, src):
+            self.say("mirror follows the source's %s", what)
         self.result.add_time("merging", time.monotonic() - t0)
         self.result.merges += 1
         self.say("merged source snapshot %s: %d row(s) upserted, %d key(s) deleted", step.target.snapshot_id,
