@@ -323,6 +323,56 @@ def test_a_partition_spec_change_is_the_spark_engines(spark, destinations, tmp_r
     lake.assert_mirror_matches("t")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_another_delete_mode_and_someones_commit_to_the_mirror_rebuild_it_in_place_on_both_engines(
+        spark, destinations, tmp_root, engine):
+    """A readonly mirror is rebuilt from OLake's table, in place: when another --delete-mode is
+    asked, and when someone else commits to it (a user's DELETE). The summary says why, as on Spark
+    (`repaired`, the note); the other engine merges into the rebuilt mirror."""
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, engine=engine)
+    olake_changes(lake, 10)
+    _merged_by(lake, engine)
+    assert any(r["_op_type"] == "d" for r in lake.mirror_rows("t"))  # keep mode: a tombstone row
+    olake_changes(lake, 20)
+    entry = _merged_by(lake, engine, mode="hard")
+    assert entry["repaired"] == 1 and any("--delete-mode hard was asked" in n for n in entry["notes"]), entry
+    assert not any(r["_op_type"] == "d" for r in lake.mirror_rows("t"))
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE v < 30")
+    assert len(lake.mirror_rows("t")) < len(lake.writer.model("t").expected())
+    code, entry = lake.run_summary("--engine", engine, "--delete-mode", "hard")
+    assert code == 0 and entry["engine"] == engine and entry["status"] == "merged", entry
+    assert entry["repaired"] == 1 and any("committed by someone else" in n for n in entry["notes"]), entry
+    lake.assert_mirror_matches("t", "hard")
+    olake_changes(lake, 30)
+    _merged_by(lake, "spark" if engine == "python" else "python", mode="hard")
+
+
+def test_a_mirror_whose_columns_someone_changed_is_made_anew_by_spark(spark, destinations, tmp_root):
+    """A column someone dropped from the mirror: the mirror's table is dropped and created anew,
+    which the python engine leaves to Spark (auto) or refuses (python, exit 2, nothing written)."""
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, engine="python")
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
+    before = lake.mirror("t").metadata_location
+    code, entry = lake.run_summary("--engine", "python")
+    assert code == 2 and "made anew" in entry["error"] and "--engine spark" in entry["error"], entry
+    assert lake.mirror("t").metadata_location == before
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "spark" and "made anew" in entry["engine_reason"], entry
+    assert entry["repaired"] == 1, entry
+    lake.assert_mirror_matches("t")
+
+
+def test_a_rebuild_over_the_budget_goes_to_spark(spark, destinations, tmp_root):
+    """A rebuild reads the whole source: the budget counts the source's files, not the change set's."""
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, n=2000, engine="python")
+    code, entry = lake.run_summary("--engine", "auto", "--delete-mode", "hard", "--python-max-mb", "0")
+    assert code == 0 and entry["engine"] == "spark" and "the rebuild may read" in entry["engine_reason"], entry
+    lake.assert_mirror_matches("t", "hard")
+
+
 @pytest.mark.parametrize("args, kind, said", [
     ((), "hadoop", "serves glue, jdbc and rest catalogs"),
     (("--mirror-format", "dv"), "jdbc", "--mirror-format dv"),

@@ -35,3 +35,14 @@ def test_a_merge_is_the_change_sets_files_and_the_mirrors_and_the_lane_takes_it(
     assert over_budget(source, mirror, Budget(max_bytes=work, first_builds=False)) is None
     over = over_budget(source, mirror, Budget(max_bytes=work - 1))
     assert over is not None and "the merge may read" in over and "change set and mirror files" in over
+
+
+def test_a_rebuild_is_the_source_snapshots_files_and_the_lane_may_take_it():
+    """A rebuild of a mirror that holds rows reads the whole source and only drops the mirror's
+    files; it creates no table, so the express lane's budget may hold it."""
+    source, mirror = _states()
+    whole = source.snapshot(source.current_id).summary_int(Summary.TOTAL_FILES_SIZE)
+    assert estimate(source, mirror, rebuild=True) == whole != estimate(source, mirror)
+    assert over_budget(source, mirror, Budget(max_bytes=whole, first_builds=False), rebuild=True) is None
+    over = over_budget(source, mirror, Budget(max_bytes=whole - 1), rebuild=True)
+    assert over is not None and "the rebuild may read" in over and "the source's files" in over

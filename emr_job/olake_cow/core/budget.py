@@ -1,7 +1,7 @@
 """The Python engine's budget, estimated from metadata alone before anything is read: the bytes of
 the files the pending change set added to the source plus the bytes of the mirror's files (each
-may be rewritten); for a first build, the bytes of every file of the source snapshot it reads.
-Pure, so the trigger can estimate the same way."""
+may be rewritten); for a first build or a rebuild, the bytes of every file of the source snapshot
+it reads (a rebuild only drops the mirror's files). Pure, so the trigger can estimate the same way."""
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,9 +40,9 @@ def first_build(mirror: TableState) -> bool:
     return mirror.snapshot(mirror.current_id) is None
 
 
-def estimate(source: TableState, mirror: TableState) -> Optional[int]:
-    """Bytes a merge reads at most (None: unknown: a rebuild)."""
-    if first_build(mirror):
+def estimate(source: TableState, mirror: TableState, rebuild: bool = False) -> Optional[int]:
+    """Bytes a merge (`rebuild`: a rebuild of the mirror's rows) reads at most (None: unknown)."""
+    if first_build(mirror) or rebuild:
         snap = source.snapshot(source.current_id)
         return snap.summary_int(Summary.TOTAL_FILES_SIZE) if snap is not None else 0
     pending = pending_bytes(source, mirror)
@@ -52,17 +52,18 @@ def estimate(source: TableState, mirror: TableState) -> Optional[int]:
     return pending + current.summary_int(Summary.TOTAL_FILES_SIZE)
 
 
-def over_budget(source: TableState, mirror: TableState, budget: Budget) -> Optional[str]:
-    """Why the merge is over the Python engine's budget (None: it fits)."""
+def over_budget(source: TableState, mirror: TableState, budget: Budget, rebuild: bool = False) -> Optional[str]:
+    """Why the merge (`rebuild`: a rebuild of a mirror that holds rows) is over the Python engine's
+    budget (None: it fits)."""
     building = first_build(mirror)
     if building and not budget.first_builds:
         return FIRST_BUILD_ON_EMR
-    work = estimate(source, mirror)
+    work = estimate(source, mirror, rebuild)
     if work is None:
         return "the work is unknown from metadata (a rebuild): the Spark engine runs it"
     if work > budget.max_bytes:
-        what = "the first build may read" if building else "the merge may read"
-        whose = "the source's files" if building else "change set and mirror files"
-        return (f"{what} {work / MB:.0f} MB ({whose}), over the python engine's budget of "
+        what = "the first build" if building else ("the rebuild" if rebuild else "the merge")
+        whose = "the source's files" if building or rebuild else "change set and mirror files"
+        return (f"{what} may read {work / MB:.0f} MB ({whose}), over the python engine's budget of "
                 f"{budget.max_bytes / MB:.0f} MB (--python-max-mb): the Spark engine runs it")
     return None

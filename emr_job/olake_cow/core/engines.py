@@ -4,14 +4,16 @@ to the merge function or to EMR) ask the same questions, so they cannot disagree
 from typing import Optional
 from urllib.parse import parse_qsl, urlsplit
 
-from .budget import Budget, over_budget
+from .budget import Budget, first_build, over_budget
 from .config import CatalogType, DestinationConfig
 from .errors import MirrorFormatError
 from .formats import FORMATS
+from .identity import layout_change
 from .modes import MirrorFormat, SourceMode, resolve_format
-from .planner import TableAsk, rebuild_reason, repair_reason
+from .planner import TableAsk, plan_table
 from .readonly import truncated_by_another
 from .snapshots import TableState
+from .steps import Merge
 
 # The catalogs the python engine opens (pyiceberg): Hive and the file-system catalog stay on Spark.
 PYTHON_CATALOGS = (CatalogType.GLUE, CatalogType.JDBC, CatalogType.REST)
@@ -58,10 +60,16 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
         return "no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark"
     if truncated_by_another(source, mirror):
         return "another job truncates this source: the Spark engine notes what the mirror keeps"
-    reason = repair_reason(source, mirror, ask) or rebuild_reason(source, mirror, ask)
-    if reason:
-        return f"the mirror is rebuilt ({reason}): the Spark engine rebuilds mirrors"
+    remade = layout_change(source, mirror)
+    if remade:
+        return f"the mirror's table is made anew ({remade}): the Spark engine drops and creates mirrors"
     return None
+
+
+def rebuilds(source: TableState, mirror: TableState, ask: TableAsk) -> bool:
+    """Whether the next step rebuilds the rows of a mirror that holds some (a readonly source)."""
+    step = plan_table(source, mirror, SourceMode.READONLY, ask)
+    return isinstance(step, Merge) and step.rebuild and not first_build(mirror)
 
 
 def lane_refusal(source: TableState, mirror: TableState, mode: SourceMode, requested_format: Optional[MirrorFormat],
@@ -74,4 +82,5 @@ def lane_refusal(source: TableState, mirror: TableState, mode: SourceMode, reque
         fmt, upgrade = resolve_format(mirror, requested_format)
     except MirrorFormatError as exc:
         return f"the run reports a conflict: {exc}"
-    return python_refusal(source, mirror, mode, fmt, upgrade, ask) or over_budget(source, mirror, budget)
+    return python_refusal(source, mirror, mode, fmt, upgrade, ask) or over_budget(
+        source, mirror, budget, rebuilds(source, mirror, ask))

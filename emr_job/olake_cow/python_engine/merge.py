@@ -4,7 +4,7 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import os
-from typing import Any, List, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from ..core.audit import audit, live_rows, replaced_rows
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
@@ -19,6 +19,7 @@ from ..core.steps import Merge
 from ..core.summary import TableResult
 from .evolve import follow_source
 from .manifests import Manifests, aligned, state_of
+from .reader import HandOver
 from .resolve import ArrowChangeSet
 
 
@@ -58,13 +59,15 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
 
 
 def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode, result: TableResult,
-              source_bytes: int, source: Any) -> List[str]:
-    """A first build: every row of the change set (a whole source snapshot of `source_bytes`)
-    appended to the empty cow mirror, sorted by key, with the checkpoint and its properties,
-    audited, in one commit, with the columns of pyiceberg table `source` the mirror must follow (an
-    empty mirror a killed run left may be older than them). An unpartitioned mirror is written in
-    the key ranges a Spark rebuild writes (core/filesize.py), so a later merge of nearby keys
-    rewrites a small part of it. Returns what of its schema changed."""
+              source_bytes: int, source: Any, replaced: Sequence[Any] = ()) -> List[str]:
+    """A first build or a rebuild: every row of the change set (a whole source snapshot of
+    `source_bytes`) written into the cow mirror, sorted by key, in place of its `replaced` files
+    (every data file a mirror that holds rows has), with the checkpoint and its properties, audited
+    as a rebuild (its rows are exactly those written), in one commit, with the columns of pyiceberg
+    table `source` the mirror must follow (an empty mirror a killed run left may be older than
+    them). An unpartitioned mirror is written in the key ranges a Spark rebuild writes
+    (core/filesize.py), so a later merge of nearby keys rewrites a small part of it. Returns what of
+    its schema changed."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     marker = step.target
@@ -74,7 +77,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     ranges = 1
     if mirror.metadata.spec().is_unpartitioned():
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
-    _overwrite(tx, mirror, [], rows, marker, ranges)
+    _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     staged = _staged(tx)
@@ -84,6 +87,16 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
     result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
     return followed
+
+
+def replaced_files(mirror: Any, state: TableState) -> List[Any]:
+    """The data files a rebuild of the mirror (pyiceberg table `mirror`, at `state`) drops: every
+    live one. A mirror holding delete files, which a cow mirror never does, is the Spark engine's to
+    rebuild (HandOver)."""
+    live = Manifests(mirror, state.key_field_id).live(state.current_id) if state.current_id else []
+    if any(e.live.content != DATA for e in live):
+        raise HandOver("the mirror holds delete files someone else committed: the Spark engine rebuilds it")
+    return live
 
 
 def _rewrite(mirror: Any, schema: Any, state: TableState, cs: ArrowChangeSet) -> Tuple[List[Any], Any]:

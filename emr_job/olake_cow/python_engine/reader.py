@@ -20,16 +20,16 @@ class HandOver(Exception):
 class ArrowHistoryReader:
     """core/changesource.ReadsHistory on pyiceberg and Arrow."""
 
-    def __init__(self, table: Any, state: TableState, delete_mode: DeleteMode, first_build: bool = False) -> None:
+    def __init__(self, table: Any, state: TableState, delete_mode: DeleteMode, whole_source: bool = False) -> None:
         self.table, self.state, self.delete_mode = table, state, delete_mode
         self.key_field_id = state.key_field_id
         self.files = Manifests(table, self.key_field_id)
-        self.first_build = first_build  # a mirror with nothing yet: the whole source may be read
+        self.whole_source = whole_source  # a first build or a rebuild: the whole source may be read
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ArrowChangeSet:
         """Every row of the snapshot, one per key, for a mirror's first build. A rebuild of a mirror
         that holds rows replaces them all: the Spark engine's work."""
-        if not self.first_build:
+        if not self.whole_source:
             raise HandOver(f"{note or 'a rebuild'}: reading the whole source is the Spark engine's work")
         empty = self._empty()
         cs = ArrowChangeSet(empty, [])

@@ -17,13 +17,13 @@ from ..core.identity import ownership, source_problem
 from ..core.mirror_props import kept_properties
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
-from ..core.planner import describe_table, plan_table
+from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
 from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
 from .evolve import spec_or_order_change
-from .merge import build_cow, merge_cow
+from .merge import build_cow, merge_cow, replaced_files
 from .reader import ArrowHistoryReader, HandOver
 
 log = logging.getLogger("olake_cow")
@@ -80,17 +80,21 @@ class PythonTableRun:
             raise HandOver(refusal)
         self._loop(src, source, mir, mirror)
 
-    def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any) -> None:
+    def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any, rebuild: bool = False) -> None:
         """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
-        mirror someone changed was handed over before the loop (python_refusal); new columns, renames
-        and type promotions the merge follows itself (evolve.py)."""
-        why = over_budget(source, mirror, self.budget) or (spec_or_order_change(src, mir) if mir is not None else None)
+        mirror whose table must be made anew was handed over before the loop (python_refusal); new
+        columns, renames and type promotions the merge follows itself (evolve.py)."""
+        why = over_budget(source, mirror, self.budget, rebuild) or (
+            spec_or_order_change(src, mir) if mir is not None else None)
         if why:
             raise HandOver(why)
 
     def _loop(self, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
         target = source.current_id
         self.result.target = target
+        # As the Spark engine's table job notes a rebuild: why, and whether it repaired someone's change.
+        repair = repair_reason(source, mirror, self.opts.ask)
+        rebuild = repair or rebuild_reason(source, mirror, self.opts.ask)
         for _ in range(MAX_STEPS):
             step = plan_table(source, mirror, SourceMode.READONLY, self.opts.ask, target)
             if self.opts.dry_run:
@@ -98,6 +102,9 @@ class PythonTableRun:
                 self.result.status = TableStatus.DRY_RUN
                 return
             if isinstance(step, steps.Done):
+                if rebuild and self.result.merges:
+                    self.result.repaired = 1 if repair else 0
+                    self.result.notes.append(f"rebuilt the mirror: {rebuild}")
                 self.result.finish(source, mirror)
                 merged = f"done: {self.result.merges} change set(s) merged"
                 self.say("%s", merged if self.result.merges else step.reason)
@@ -107,24 +114,25 @@ class PythonTableRun:
             if isinstance(step, steps.Advance):
                 with mir.transaction() as tx:
                     tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, **dict(step.properties)})
-            elif isinstance(step, steps.Merge) and first_build(mirror):
+            elif isinstance(step, steps.Merge) and (step.rebuild or first_build(mirror)):
                 self._build(step, src, source, mir, mirror)
-            elif isinstance(step, steps.Merge) and not step.rebuild:
-                self._merge(step, src, source, mir, mirror)
             elif isinstance(step, steps.Merge):
-                raise HandOver(f"{step.reason or 'a rebuild'} reads the whole source: the Spark engine builds mirrors")
+                self._merge(step, src, source, mir, mirror)
             else:
                 raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
             src, source, mir, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
 
     def _build(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
-        """A first build: the source snapshot read (a source it refuses leaves nothing behind), the
-        mirror created (unless a run killed before its write left it empty), then every row written
-        into it in one commit."""
-        self._fits(source, mirror, src, mir)
+        """A first build or a rebuild: the source snapshot read (a source it refuses leaves nothing
+        behind), the mirror created (unless it is there: left empty by a run killed before its
+        write, or holding rows a rebuild replaces), then every row written into it in one commit
+        that drops every file it held."""
+        rebuild = not first_build(mirror)
+        self._fits(source, mirror, src, mir, rebuild)
+        replaced = replaced_files(mir, mirror) if rebuild else []
         t0 = time.monotonic()
-        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, first_build=True)
+        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, whole_source=True)
         cs = for_mode(SourceMode.READONLY).read(reader, step, source)
         self.result.add_time("reading_changes", time.monotonic() - t0)
         self.result.files_read += cs.files_read
@@ -136,11 +144,11 @@ class PythonTableRun:
                           self.opts.delete_mode, self.opts.target_file_mb)
             self.say("created mirror %s (readonly mode, cow format)", self.result.mirror)
             mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
-        else:  # left empty by a run killed before its write
+        else:
             mir, mirror = self._keep_properties(mir, mirror)
         read = source.snapshot(step.read_id)
         for what in build_cow(mir, cs, step, self.opts.delete_mode, self.result,
-                              read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0, src):
+                              read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0, src, replaced):
             self.say("mirror follows the source's %s", what)
         self.result.add_time("merging", time.monotonic() - t0)
         self.result.merges += 1
