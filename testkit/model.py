@@ -37,6 +37,8 @@ def normalize(value: Any) -> Any:
         return round(value.timestamp(), 6)
     if isinstance(value, float):
         return round(value, 9)
+    if isinstance(value, (bytearray, memoryview)):  # Spark's binary values: hashable, as the others' bytes
+        return bytes(value)
     if hasattr(value, "asDict"):
         value = value.asDict(recursive=True)
     if isinstance(value, dict):

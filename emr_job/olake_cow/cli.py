@@ -567,7 +567,7 @@ def _run(s: RunSettings) -> Tuple[Exit, Dict[str, Any]]:
         whole = python_unavailable(cfg) if s.engine == Engine.AUTO else None  # --engine python: checked
         if whole:
             log.info("run %s: the Spark engine runs every table: %s", job.run_id, whole)
-        results, handed = _python_first(s, job) if s.engine != Engine.SPARK and not whole else ([], None)
+        results, handed = _python_first(s, job, summary) if s.engine != Engine.SPARK and not whole else ([], None)
         if handed is None or handed:  # None: every asked table goes to Spark
             results += _on_spark(s, job, handed, summary, whole)
         summary["tables"] = [r.to_dict() for r in results]
@@ -593,10 +593,12 @@ def _run(s: RunSettings) -> Tuple[Exit, Dict[str, Any]]:
     return code, summary
 
 
-def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], Optional[Dict[str, str]]]:
+def _python_first(s: RunSettings, job: JobOptions,
+                  summary: Dict[str, Any]) -> Tuple[List[TableResult], Optional[Dict[str, str]]]:
     """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
-    of them). With --engine python a table it hands over fails with the reason (exit 2)."""
-    from .python_engine.catalog import open_catalog, require_namespace, source_tables
+    of them). With --engine python a table it hands over fails with the reason (exit 2). A run of the
+    whole namespace that Spark will not join names the sources dropped (as _on_spark does)."""
+    from .python_engine.catalog import dropped_sources, open_catalog, require_namespace, source_tables
     from .python_engine.table_run import run_python_tables
 
     catalog = open_catalog(s.cfg)
@@ -606,6 +608,8 @@ def _python_first(s: RunSettings, job: JobOptions) -> Tuple[List[TableResult], O
     log.info("run %s: %d table(s) in %s -> %s on the python engine%s", job.run_id, len(tables), job.source_namespace,
              job.cow_namespace, " (dry run)" if job.dry_run else "")
     results, handed = run_python_tables(catalog, s.cfg, job, tables, s.budget)
+    if s.tables is None and (s.engine == Engine.PYTHON or not handed):
+        summary["dropped_sources"] = dropped_sources(catalog, job.source_namespace, job.cow_namespace, tables)
     for table, reason in handed:
         log.info("[%s] %s", table, reason if s.engine == Engine.AUTO else f"refused: {reason}")
     if s.engine == Engine.PYTHON:

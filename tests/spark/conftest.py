@@ -164,10 +164,25 @@ def _lake(request, spark, destinations, tmp_root, kind="hadoop", mode="readonly"
     return Lake(spark, destinations[kind], tmp_root, kind, mode, fmt)
 
 
-@pytest.fixture(params=[(m, f) for m in MODES for f in FORMATS], ids=lambda p: f"{p[0]}-{p[1]}")
+# The merge's variants: each source mode x each mirror format on the Spark engine, and what the
+# python engine serves (readonly cow, on a catalog it opens) on it.
+LAKE_VARIANTS = [(m, f, "spark") for m in MODES for f in FORMATS] + [("readonly", "cow", "python")]
+
+
+@pytest.fixture(params=LAKE_VARIANTS, ids=lambda p: f"{p[0]}-{p[1]}" + ("-python" if p[2] == "python" else ""))
 def lake(request, spark, destinations, tmp_root):
-    """Every source mode x every mirror format (Hadoop catalog): the merge's behaviour."""
-    return _lake(request, spark, destinations, tmp_root, mode=request.param[0], fmt=request.param[1])
+    """Every source mode x every mirror format (Hadoop catalog), and the python engine's readonly cow
+    (JDBC catalog): the merge's behaviour. A test about what only Spark does skips the python one
+    (`spark_only`)."""
+    mode, fmt, engine = request.param
+    if engine == "python":
+        marker = request.node.get_closest_marker("spark_only")
+        if marker is not None:
+            pytest.skip(f"the Spark engine's: {marker.args[0]}")
+        python = Lake(spark, destinations["jdbc"], tmp_root, "jdbc", mode, fmt)
+        python.engine = engine
+        return python
+    return _lake(request, spark, destinations, tmp_root, mode=mode, fmt=fmt)
 
 
 @pytest.fixture(params=FORMATS)

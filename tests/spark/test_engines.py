@@ -373,6 +373,26 @@ def test_a_rebuild_over_the_budget_goes_to_spark(spark, destinations, tmp_root):
     lake.assert_mirror_matches("t", "hard")
 
 
+def test_a_null_list_or_map_of_structs_is_left_to_spark_which_keeps_it_null(spark, destinations, tmp_root):
+    """pyiceberg 0.12's Arrow projection (every read and write) turns a null list of structs, or a
+    null map with struct values, into an empty one: the python engine refuses such a table in one line
+    (nothing written) and auto gives it to Spark, whose mirror keeps the nulls."""
+    lake = _lake(spark, destinations, tmp_root)
+    lake.writer.create_table("t", [("v", "int"), ("st", "struct<n:int,l:array<struct<p:int>>>"),
+                                   ("mp", "map<string,struct<q:int>>")])
+    lake.writer.backfill("t", [{"_olake_id": "1", "v": 1, "st": {"n": 1, "l": None}, "mp": None},
+                               {"_olake_id": "2", "v": 2, "st": {"n": 2, "l": [{"p": 2}]}, "mp": {"a": {"q": 2}}},
+                               {"_olake_id": "3", "v": 3, "st": {"n": 3, "l": []}, "mp": {}}])
+    code, entry = lake.run_summary("--engine", "python")
+    assert code == 2 and "column st.l" in entry["error"] and "--engine spark" in entry["error"], entry
+    assert not lake.mirror("t").exists
+    code, entry = lake.run_summary("--engine", "auto")
+    assert code == 0 and entry["engine"] == "spark" and "st.l" in entry["engine_reason"], entry
+    got = {r["_olake_id"]: (r["st"]["l"], r["mp"]) for r in lake.mirror_rows("t")}
+    assert got["1"] == (None, None) and got["3"] == ([], {}), got
+    lake.assert_mirror_matches("t", engines=["duckdb"])
+
+
 @pytest.mark.parametrize("args, kind, said", [
     ((), "hadoop", "serves glue, jdbc and rest catalogs"),
     (("--mirror-format", "dv"), "jdbc", "--mirror-format dv"),

@@ -54,6 +54,7 @@ def due_now(lake, asked):
     return maintenance_due(asked, source, mirror, floor, int(time.time() * 1000), dv=lake.fmt == "dv")
 
 
+@pytest.mark.spark_only("maintenance runs on the Spark engine")
 def test_maintenance_frees_storage_and_keeps_the_mirror_right(lake, tmp_path):
     mirrored(lake, 30)
     for n in range(3):

@@ -169,6 +169,7 @@ def test_nested_schema_changes_reach_the_mirror(lake):
     lake.assert_mirror_matches("n", engines=("pyiceberg", "duckdb"))
 
 
+@pytest.mark.spark_only("the python engine hands a partition spec or sort order change over (test_engines.py)")
 def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(lake):
     lake = lake
     lake.writer.create_table("p", [("v", "int"), ("region", "string")], partition_by=["bucket(4, _olake_id)"])
@@ -221,6 +222,7 @@ def test_idle_run_commits_nothing(lake):
     assert before[1].metadata_location == after[1].metadata_location
 
 
+@pytest.mark.spark_only("Spark sessions")
 def test_only_a_table_with_work_opens_a_spark_session(lake, monkeypatch):
     """An unchanged table is settled from its metadata through the run's catalog: in a namespace
     of hundreds of tables, an idle table must not pay for a Spark session of its own."""
@@ -357,13 +359,19 @@ def rich_row(k: int, op: str, nulls: bool):
 
 
 def test_rich_column_types_with_nulls(lake):
-    lake.writer.create_table("r", RICH)
-    lake.writer.backfill("r", [rich_row(k, "r", k % 3 == 0) for k in range(60)], chunk=30)
+    # The python engine leaves a list of structs to Spark (test_engines.py): its run here is without one.
+    drop = {"arrs"} if lake.engine == "python" else set()
+
+    def row(k: int, op: str, nulls: bool):
+        return {c: v for c, v in rich_row(k, op, nulls).items() if c not in drop}
+
+    lake.writer.create_table("r", [c for c in RICH if c[0] not in drop])
+    lake.writer.backfill("r", [row(k, "r", k % 3 == 0) for k in range(60)], chunk=30)
     assert lake.run() == 0
     lake.assert_mirror_matches("r")
-    lake.writer.commit("r", [rich_row(k, "u", k % 2 == 0) for k in range(0, 60, 4)]  # values to nulls and back
+    lake.writer.commit("r", [row(k, "u", k % 2 == 0) for k in range(0, 60, 4)]  # values to nulls and back
                        + [{"_olake_id": str(k), "_op_type": "d"} for k in range(1, 60, 9)]
-                       + [rich_row(k, "c", k % 5 == 0) for k in range(60, 70)], pure_deletes=["7", "8"])
+                       + [row(k, "c", k % 5 == 0) for k in range(60, 70)], pure_deletes=["7", "8"])
     assert lake.run() == 0
     lake.assert_mirror_matches("r")
 

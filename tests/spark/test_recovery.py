@@ -21,7 +21,8 @@ def setup(lake):
 
 @pytest.mark.parametrize("where", [
     ("before", merge.MirrorWriter, "stage"),
-    ("after", merge.MirrorWriter, "stage"),
+    pytest.param(("after", merge.MirrorWriter, "stage"), marks=pytest.mark.spark_only(
+        "a write a Spark run staged is published by Spark (--engine auto hands it over)")),
     ("after", catalog.IcebergCatalog, "publish"),
     ("after", mirror_table.MirrorTable, "prepare"),
 ], ids=lambda w: f"{w[0]}-{w[2]}")
@@ -75,13 +76,21 @@ def test_staged_merge_that_cannot_be_fast_forwarded_is_redone(lake, monkeypatch)
 def test_audit_failure_publishes_nothing(lake, monkeypatch):
     setup(lake)
     before = lake.mirror("t").current_id
-    real = merge.MirrorWriter.summarize
+    if lake.engine == "python":
+        from olake_cow.python_engine.resolve import ArrowChangeSet
 
-    def miscounted(self, frame):  # the change set asks for far more upserts than the merge wrote
-        summary = real(self, frame)
-        return merge.ChangeSummary(ChangeCounts(summary.counts.upserts + 1000, summary.counts.deletes), summary.keys)
+        counted = ArrowChangeSet.counts.fget
+        monkeypatch.setattr(ArrowChangeSet, "counts", property(
+            lambda self: ChangeCounts(counted(self).upserts + 1000, counted(self).deletes)))
+    else:
+        real = merge.MirrorWriter.summarize
 
-    monkeypatch.setattr(merge.MirrorWriter, "summarize", miscounted)
+        def miscounted(self, frame):  # the change set asks for far more upserts than the merge wrote
+            summary = real(self, frame)
+            return merge.ChangeSummary(ChangeCounts(summary.counts.upserts + 1000, summary.counts.deletes),
+                                       summary.keys)
+
+        monkeypatch.setattr(merge.MirrorWriter, "summarize", miscounted)
     assert lake.run() == 1
     assert lake.mirror("t").current_id == before
     monkeypatch.undo()
@@ -93,7 +102,12 @@ def test_a_merge_that_stages_nothing_is_refused(lake, monkeypatch):
     """A write that commits nothing must not advance the checkpoint past its change set."""
     setup(lake)
     before = lake.mirror("t")
-    monkeypatch.setattr(merge.MirrorWriter, "stage", lambda self, *a, **kw: None)
+    if lake.engine == "python":
+        from olake_cow.python_engine import merge as python_merge
+
+        monkeypatch.setattr(python_merge, "_overwrite", lambda *a, **kw: None)
+    else:
+        monkeypatch.setattr(merge.MirrorWriter, "stage", lambda self, *a, **kw: None)
     assert lake.run() == 1
     after = lake.mirror("t")
     assert after.current_id == before.current_id
@@ -126,15 +140,28 @@ def test_a_whole_rewrite_fails_if_the_mirror_changed_since_it_read(lake, monkeyp
         lake.writer.backfill("t", [{"_olake_id": str(i), "v": i} for i in range(20)])
         assert lake.run() == 0
         lake.writer.commit("t", [{"_olake_id": str(i), "_op_type": "u", "v": 100 + i} for i in range(20) if i != 10])
-    real = writes.WholeRewriteWrite.write
     calls = []
+    if lake.engine == "python":  # the python engine's merge reads the mirror's files, then commits
+        from olake_cow.python_engine import merge as python_merge
 
-    def after_a_foreign_update(self, cs):
-        calls.append(self.to.partitioned)
-        lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
-        return real(self, cs)
+        read = python_merge._rewrite
 
-    monkeypatch.setattr(writes.WholeRewriteWrite, "write", after_a_foreign_update)
+        def read_then_a_foreign_update(*a, **kw):
+            out = read(*a, **kw)
+            calls.append(spec is not None)
+            lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
+            return out
+
+        monkeypatch.setattr(python_merge, "_rewrite", read_then_a_foreign_update)
+    else:
+        real = writes.WholeRewriteWrite.write
+
+        def after_a_foreign_update(self, cs):
+            calls.append(self.to.partitioned)
+            lake.writer.spark.sql(f"UPDATE {lake.mirror_q('t')} SET v = -5 WHERE _olake_id = '10'")
+            return real(self, cs)
+
+        monkeypatch.setattr(writes.WholeRewriteWrite, "write", after_a_foreign_update)
     assert lake.run() == 1
     assert calls == [spec is not None]
     assert [r["v"] for r in lake.mirror_rows("t") if r["_olake_id"] == "10"] == [-5]  # not replaced unseen

@@ -18,7 +18,7 @@ repaired: merged again from the newest checkpoint its history proves, or rebuilt
 """
 from dataclasses import dataclass
 from enum import Enum
-from typing import List, Optional
+from typing import Callable, Iterable, List, Optional
 
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
@@ -31,6 +31,7 @@ from .checkpoint import (
     parse_marker,
     rejected,
 )
+from .identifiers import MIRROR_SUFFIX
 from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors
 from .uris import S3_SCHEMES
 
@@ -77,6 +78,22 @@ def ownership(mirror: TableState, source: str, mirror_name: str) -> Ownership:
     if not made and commits:
         return Ownership(Owner.LEGACY)
     return Ownership(Owner.FOREIGN, _foreign_reason(mirror_name, made, recorded, commits))
+
+
+def dropped_sources(source_ns: str, cow_ns: str, present: Iterable[str], mirrors: Iterable[str],
+                    state: Callable[[str], TableState]) -> List[str]:
+    """For a run of a whole namespace: a line for each of the job's mirrors (`mirrors`: the table
+    names of the mirror namespace, `state`: one's state) whose source is not among `present`. They
+    are left as they are (in truncate mode one may be the only copy of its data), and named."""
+    kept, found = set(present), []
+    for name in mirrors:
+        source = name[:-len(MIRROR_SUFFIX)]
+        if not name.endswith(MIRROR_SUFFIX) or source in kept:
+            continue
+        if ownership(state(name), f"{source_ns}.{source}", name).owner in (Owner.OURS, Owner.LEGACY):
+            found.append(f"{source_ns}.{source} no longer exists; its mirror {cow_ns}.{name} was left as it is (it "
+                         "may hold the only copy of that data): drop it once it is not needed")
+    return found
 
 
 def _holds_job_commits(mirror: TableState) -> bool:

@@ -1,13 +1,17 @@
 """The pyiceberg catalog of a destination, and whether the Python engine serves it."""
 import hashlib
 import json
+import logging
 from typing import Any, Dict, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
+from ..core import identity
 from ..core.config import CatalogType, DestinationConfig, catalog_properties, nessie_refusal
 from ..core.engines import SPARK_WAY, engine_refusal
 from ..core.errors import ConfigError, namespace_missing
 from ..core.snapshots import MISSING, TableState, state_from_metadata
+
+log = logging.getLogger("olake_cow")
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
@@ -148,3 +152,15 @@ def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
     with t.io.new_input(t.metadata_location).open() as f:
         meta = json.loads(f.read())
     return t, state_from_metadata(meta, t.metadata_location)
+
+
+def dropped_sources(catalog: Any, source_ns: str, cow_ns: str, tables: List[str]) -> List[str]:
+    """core/identity.dropped_sources on pyiceberg's catalog, each line logged."""
+    if not catalog.namespace_exists(cow_ns):
+        return []
+    found = identity.dropped_sources(source_ns, cow_ns, tables, [t[-1] for t in catalog.list_tables(cow_ns)],
+                                     lambda name: load(catalog, cow_ns, name)[1])
+    for line in found:
+        log.warning("%s", line)
+    return found
+

@@ -61,3 +61,36 @@ def spec_or_order_change(src: Any, mirror: Any) -> Optional[str]:
     if _order(wanted_order(src), src.schema()) != _order(mirror.sort_order(), mirror.schema()):
         return "the source's sort order changed: the Spark engine evolves the mirror's"
     return None
+
+
+def lossy_column(schema: Any) -> Optional[str]:
+    """The first column pyiceberg 0.12 cannot carry unchanged (None: none): its Arrow projection, on
+    every read and write, rebuilds a list of structs or a map with struct values from its offsets
+    alone, so a null list or map becomes an empty one."""
+    from pyiceberg.types import ListType, MapType, StructType
+
+    def walk(typ: Any, name: str) -> Optional[str]:
+        if isinstance(typ, StructType):
+            for f in typ.fields:
+                found = walk(f.field_type, f"{name}.{f.name}" if name else f.name)
+                if found:
+                    return found
+        elif isinstance(typ, ListType):
+            return name if isinstance(typ.element_type, StructType) else walk(typ.element_type, name)
+        elif isinstance(typ, MapType):
+            if isinstance(typ.value_type, StructType) or isinstance(typ.key_type, StructType):
+                return name
+            return walk(typ.value_type, name)
+        return None
+
+    return walk(schema.as_struct(), "")
+
+
+def lossy_refusal(src: Any, mirror: Any) -> Optional[str]:
+    """Why the tables' columns are the Spark engine's (lossy_column), or None."""
+    lossy = next((c for c in (lossy_column(t.schema()) for t in (src, mirror) if t is not None) if c), None)
+    if lossy is None:
+        return None
+    return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column {lossy}): the Spark "
+            "engine runs tables with such columns")
+

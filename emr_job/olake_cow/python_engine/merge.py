@@ -4,10 +4,11 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import os
-from typing import Any, List, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..core.audit import audit, live_rows, replaced_rows
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
+from ..core.errors import AuditError
 from ..core.files import DATA
 from ..core.filesize import mirror_target_bytes, rebuild_partitions
 from ..core.identity import DELETE_MODE_PROPERTY
@@ -44,7 +45,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     _overwrite(tx, mirror, touched, written, marker)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
-    staged = _staged(tx)
+    staged = _staged(tx, state.current_id, result.mirror)
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += counts.upserts
@@ -80,7 +81,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
     tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
-    staged = _staged(tx)
+    staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
     audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -148,10 +149,12 @@ def _overwrite(tx: Any, mirror: Any, touched: List[Any], written: Any, marker: M
             ow.append_data_file(f)
 
 
-def _staged(tx: Any) -> Any:
-    """The transaction's new snapshot, as the core's record (from the metadata it would commit)."""
+def _staged(tx: Any, parent_id: Optional[int], table: str) -> Any:
+    """The transaction's new snapshot, as the core's record (from the metadata it would commit); a
+    write that made none is refused, so the checkpoint never moves past a change set unwritten."""
     meta = state_of(tx.table_metadata)
     snap = meta.snapshot(meta.current_id)
-    assert snap is not None
+    if snap is None or snap.snapshot_id == parent_id:
+        raise AuditError(f"{table}: the merge staged no snapshot; nothing was published")
     return snap
 

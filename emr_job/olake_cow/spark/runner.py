@@ -4,10 +4,10 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List
 
+from ..core import identity
 from ..core.config import DestinationConfig
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import Owner, ownership
 from ..core.options import JobOptions
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
@@ -41,19 +41,12 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
 
 
 def dropped_sources(catalog: IcebergCatalog, opts: JobOptions, tables: List[str]) -> List[str]:
-    """The job's mirrors in the mirror namespace whose source table is gone (for a run of the whole
-    namespace): left as they are (in truncate mode one may be the only copy of its data), and named."""
+    """core/identity.dropped_sources on the Spark engine's catalog, each line logged."""
     if not catalog.namespace_exists(opts.cow_namespace):
         return []
-    present, found = set(tables), []
-    for name in catalog.list_tables(opts.cow_namespace):
-        source = name[:-len(MIRROR_SUFFIX)]
-        if not name.endswith(MIRROR_SUFFIX) or source in present:
-            continue
-        owner = ownership(catalog.state(opts.cow_namespace, name), f"{opts.source_namespace}.{source}", name)
-        if owner.owner in (Owner.OURS, Owner.LEGACY):
-            found.append(f"{opts.source_namespace}.{source} no longer exists; its mirror {opts.cow_namespace}.{name} "
-                         "was left as it is (it may hold the only copy of that data): drop it once it is not needed")
+    found = identity.dropped_sources(opts.source_namespace, opts.cow_namespace, tables,
+                                     catalog.list_tables(opts.cow_namespace),
+                                     lambda name: catalog.state(opts.cow_namespace, name))
     for line in found:
         log.warning("%s", line)
     return found
