@@ -12,6 +12,9 @@ import time
 from typing import List, Optional
 
 JDBC_JAR = "/usr/share/java/postgresql.jar"
+# A test run's Spark sessions each keep their JDBC catalog's connections (Iceberg's client pool) for
+# the run: one server serves every jdbc lake of a worker, more than PostgreSQL's default 100.
+MAX_CONNECTIONS = 400
 
 
 def pg_bin() -> Optional[str]:
@@ -56,7 +59,8 @@ class PostgresServer:
             os.chmod(self.dir, 0o755)
         self._run([f"{self.bin}/initdb", "-D", self.data, "-U", "iceberg", "--auth=trust", "-E", "UTF8"])
         self._run([f"{self.bin}/pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w",
-                   "-o", f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1", "start"])
+                   "-o", f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+                   f"-c max_connections={MAX_CONNECTIONS}", "start"])
         for _ in range(50):
             if self._ready():
                 break

@@ -598,18 +598,18 @@ def _python_first(s: RunSettings, job: JobOptions,
     """(results of the tables the python engine ran, {table: why} of those left to Spark; None: all
     of them). With --engine python a table it hands over fails with the reason (exit 2). A run of the
     whole namespace that Spark will not join names the sources dropped (as _on_spark does)."""
-    from .python_engine.catalog import dropped_sources, open_catalog, require_namespace, source_tables
+    from .python_engine.catalog import dropped_sources, opened_catalog, require_namespace, source_tables
     from .python_engine.table_run import run_python_tables
 
-    catalog = open_catalog(s.cfg)
-    if s.tables is not None:
-        require_namespace(catalog, job.source_namespace)
-    tables = s.tables if s.tables is not None else source_tables(catalog, job.source_namespace)
-    log.info("run %s: %d table(s) in %s -> %s on the python engine%s", job.run_id, len(tables), job.source_namespace,
-             job.cow_namespace, " (dry run)" if job.dry_run else "")
-    results, handed = run_python_tables(catalog, s.cfg, job, tables, s.budget)
-    if s.tables is None and (s.engine == Engine.PYTHON or not handed):
-        summary["dropped_sources"] = dropped_sources(catalog, job.source_namespace, job.cow_namespace, tables)
+    with opened_catalog(s.cfg) as catalog:
+        if s.tables is not None:
+            require_namespace(catalog, job.source_namespace)
+        tables = s.tables if s.tables is not None else source_tables(catalog, job.source_namespace)
+        log.info("run %s: %d table(s) in %s -> %s on the python engine%s", job.run_id, len(tables),
+                 job.source_namespace, job.cow_namespace, " (dry run)" if job.dry_run else "")
+        results, handed = run_python_tables(catalog, s.cfg, job, tables, s.budget)
+        if s.tables is None and (s.engine == Engine.PYTHON or not handed):
+            summary["dropped_sources"] = dropped_sources(catalog, job.source_namespace, job.cow_namespace, tables)
     for table, reason in handed:
         log.info("[%s] %s", table, reason if s.engine == Engine.AUTO else f"refused: {reason}")
     if s.engine == Engine.PYTHON:

@@ -10,7 +10,7 @@ import os
 import pytest
 from tests.spark.conftest import Lake
 
-from olake_cow.python_engine.catalog import open_catalog
+from olake_cow.python_engine.catalog import opened_catalog
 from olake_cow.spark.session import local_aws_jars
 from testkit.catalogs import glue_destination, glue_io, reference_destination, reference_io, renamed
 from testkit.lakes import first_build, olake_changes, rows
@@ -25,7 +25,8 @@ def _lake(spark, destinations, tmp_root, kind="jdbc"):
 
 def _metadata_log(lake, table="t"):
     """Every metadata file the mirror's commits wrote, oldest first."""
-    t = open_catalog(lake.cfg).load_table((lake.cow_ns, f"{table}_cow"))
+    with opened_catalog(lake.cfg) as catalog:
+        t = catalog.load_table((lake.cow_ns, f"{table}_cow"))
     return [e.metadata_file for e in t.metadata.metadata_log] + [t.metadata_location]
 
 
@@ -154,8 +155,10 @@ def test_the_python_engine_makes_the_mirror_the_spark_engine_makes(spark, destin
         lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 40, "d": dt.date(2026, 11, 2)}])
         _merged_by(lake, engine)
         built[engine] = lake
-    made = {engine: _made_like(open_catalog(lake.cfg).load_table((lake.cow_ns, "t_cow")))
-            for engine, lake in built.items()}
+    made = {}
+    for engine, lake in built.items():
+        with opened_catalog(lake.cfg) as catalog:
+            made[engine] = _made_like(catalog.load_table((lake.cow_ns, "t_cow")))
     for a, b in zip(made["spark"], made["python"]):
         assert a == b, (a, b)
     for engine, lake in built.items():
@@ -391,6 +394,36 @@ def test_a_null_list_or_map_of_structs_is_left_to_spark_which_keeps_it_null(spar
     got = {r["_olake_id"]: (r["st"]["l"], r["mp"]) for r in lake.mirror_rows("t")}
     assert got["1"] == (None, None) and got["3"] == ([], {}), got
     lake.assert_mirror_matches("t", engines=["duckdb"])
+
+
+def test_runs_in_one_process_leave_no_catalog_connection_open(spark, destinations, tmp_root):
+    """The merge function's Lambda runs the job again and again in one process: each python-engine
+    run on a jdbc catalog closes its connections, or PostgreSQL soon refuses new clients."""
+    import psycopg2
+
+    lake = _lake(spark, destinations, tmp_root)
+    first_build(lake, engine="python")
+    url = lake.cfg.writer["jdbc_url"][len("jdbc:postgresql://"):]
+    host, port = url.split("/")[0].split(":")
+
+    def connections() -> int:
+        with psycopg2.connect(host=host, port=int(port), user="iceberg", dbname="iceberg") as db:
+            with db.cursor() as cur:
+                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'iceberg' "
+                            "AND pid <> pg_backend_pid()")
+                return int(cur.fetchone()[0])
+
+    import gc
+
+    before = connections()
+    gc.disable()  # as in the job's own process (main.py): nothing may rely on the collector to close them
+    try:
+        for i in range(4):
+            olake_changes(lake, 100 * (i + 1))
+            _merged_by(lake, "python")
+        assert connections() <= before
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("args, kind, said", [

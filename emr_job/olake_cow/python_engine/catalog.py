@@ -2,7 +2,8 @@
 import hashlib
 import json
 import logging
-from typing import Any, Dict, List, Tuple
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
 
 from ..core import identity
@@ -64,6 +65,20 @@ def open_catalog(cfg: DestinationConfig) -> Any:
     from pyiceberg.catalog.sql import SqlCatalog
 
     return SqlCatalog(cfg.catalog_name, uri=sqlalchemy_url(cfg), warehouse=cfg.warehouse, **props)
+
+
+@contextmanager
+def opened_catalog(cfg: DestinationConfig) -> Iterator[Any]:
+    """open_catalog, closed on the way out: a SQL catalog's pooled connections are closed, which a
+    long-lived process (the merge function's Lambda, a test run) would otherwise keep open across
+    runs until PostgreSQL refuses new clients."""
+    catalog = open_catalog(cfg)
+    try:
+        yield catalog
+    finally:
+        engine = getattr(catalog, "engine", None)  # SqlCatalog's SQLAlchemy engine
+        if engine is not None:
+            engine.dispose()
 
 
 def _rest(cfg: DestinationConfig, pub: Dict[str, str], sec: Dict[str, str], props: Dict[str, str]) -> Any:
