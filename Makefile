@@ -121,7 +121,8 @@ SPARK4_PLANNER := without_tombstone or keys_outside_the_change_sets or duplicate
 	or dry_run or deleted_several_ways or backlog_in_hard
 # Of test_mirror.py's four (mode, format) variants it runs two that cover both modes and both formats
 # (readonly-cow, truncate-dv): the reader follows the mode, the writer the format; test_dv and
-# test_delete_modes run dv in both modes.
+# test_delete_modes run dv in both modes. The python engine's variant (readonly-cow-python) runs no
+# Spark of its own: the Spark 3.5 suite runs it.
 # Of test_engines.py it runs the engines taking over each other's mirror: the express lane's python
 # engine and EMR's Spark 4.1 on one mirror.
 # Of test_own.py the Spark 4 leg runs what a user's edit of the mirror's schema and properties does
@@ -131,7 +132,8 @@ SPARK4_OWN := carrying_only_the_made_by or second_job_truncating or another_job_
 	or decide_alike or ending_in_cow or given_as_a_source or (own and jdbc)
 SPARK4_SKIP ?= not ($(SPARK4_OWN)) and not backlog_of_many_commits and not checkpoint_found_in_a_long_history and not switch_from_equality \
 	and not (olakes_delete_modes and (equality or position)) and not (glue and dv) and not ($(SPARK4_PLANNER)) \
-	and not (test_engines and not (take_over or makes_the_mirror)) and not (test_mirror and (readonly-dv or truncate-cow))
+	and not (test_engines and not (take_over or makes_the_mirror)) and not (test_mirror and (readonly-dv or truncate-cow)) \
+	and not readonly-cow-python
 
 test-spark4: ## the Spark 4.1 leg (EMR emr-spark-8.1.0) in .venv-spark4: SPARK4_TESTS
 	$(MAKE) SPARK=4 test PYTEST_ARGS="$(SPARK4_TESTS) -k '$(SPARK4_SKIP)' $(PYTEST_ARGS)"
