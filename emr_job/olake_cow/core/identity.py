@@ -16,6 +16,7 @@ The job writes only to a table that is its own mirror of this source. Anything e
 refused before anything is written. A mirror whose current snapshot is not what the job left is
 repaired: merged again from the newest checkpoint its history proves, or rebuilt.
 """
+import logging
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Iterable, List, Optional
@@ -34,6 +35,8 @@ from .checkpoint import (
 from .identifiers import MIRROR_SUFFIX
 from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors
 from .uris import S3_SCHEMES
+
+log = logging.getLogger("olake_cow")
 
 MADE_BY_PROPERTY = "olake-cow.made-by"
 MADE_BY = "olake-cow"
@@ -84,7 +87,7 @@ def dropped_sources(source_ns: str, cow_ns: str, present: Iterable[str], mirrors
                     state: Callable[[str], TableState]) -> List[str]:
     """For a run of a whole namespace: a line for each of the job's mirrors (`mirrors`: the table
     names of the mirror namespace, `state`: one's state) whose source is not among `present`. They
-    are left as they are (in truncate mode one may be the only copy of its data), and named."""
+    are left as they are (in truncate mode one may be the only copy of its data), named and logged."""
     kept, found = set(present), []
     for name in mirrors:
         source = name[:-len(MIRROR_SUFFIX)]
@@ -93,6 +96,8 @@ def dropped_sources(source_ns: str, cow_ns: str, present: Iterable[str], mirrors
         if ownership(state(name), f"{source_ns}.{source}", name).owner in (Owner.OURS, Owner.LEGACY):
             found.append(f"{source_ns}.{source} no longer exists; its mirror {cow_ns}.{name} was left as it is (it "
                          "may hold the only copy of that data): drop it once it is not needed")
+    for line in found:
+        log.warning("%s", line)
     return found
 
 

@@ -1,7 +1,6 @@
 """The pyiceberg catalog of a destination, and whether the Python engine serves it."""
 import hashlib
 import json
-import logging
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
@@ -11,8 +10,6 @@ from ..core.config import CatalogType, DestinationConfig, catalog_properties, ne
 from ..core.engines import SPARK_WAY, engine_refusal
 from ..core.errors import ConfigError, namespace_missing
 from ..core.snapshots import MISSING, TableState, state_from_metadata
-
-log = logging.getLogger("olake_cow")
 
 # The Iceberg (Java) property names of catalog_properties that mean the same to pyiceberg's FileIO.
 _FILE_IO_KEYS = ("s3.endpoint", "s3.access-key-id", "s3.secret-access-key", "s3.session-token", "client.region")
@@ -170,12 +167,9 @@ def load(catalog: Any, namespace: str, table: str) -> Tuple[Any, TableState]:
 
 
 def dropped_sources(catalog: Any, source_ns: str, cow_ns: str, tables: List[str]) -> List[str]:
-    """core/identity.dropped_sources on pyiceberg's catalog, each line logged."""
+    """core/identity.dropped_sources on pyiceberg's catalog."""
     if not catalog.namespace_exists(cow_ns):
         return []
-    found = identity.dropped_sources(source_ns, cow_ns, tables, [t[-1] for t in catalog.list_tables(cow_ns)],
-                                     lambda name: load(catalog, cow_ns, name)[1])
-    for line in found:
-        log.warning("%s", line)
-    return found
+    return identity.dropped_sources(source_ns, cow_ns, tables, [t[-1] for t in catalog.list_tables(cow_ns)],
+                                    lambda name: load(catalog, cow_ns, name)[1])
 

@@ -88,9 +88,10 @@ def lossy_column(schema: Any) -> Optional[str]:
 
 def lossy_refusal(src: Any, mirror: Any) -> Optional[str]:
     """Why the tables' columns are the Spark engine's (lossy_column), or None."""
-    lossy = next((c for c in (lossy_column(t.schema()) for t in (src, mirror) if t is not None) if c), None)
-    if lossy is None:
-        return None
-    return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column {lossy}): the Spark "
-            "engine runs tables with such columns")
+    for table in (src, mirror):
+        lossy = lossy_column(table.schema()) if table is not None else None
+        if lossy:
+            return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column {lossy}): the "
+                    "Spark engine runs tables with such columns")
+    return None
 

@@ -27,8 +27,9 @@ class ArrowHistoryReader:
         self.whole_source = whole_source  # a first build or a rebuild: the whole source may be read
 
     def rebuild(self, snapshot_id: Optional[int], note: str = "") -> ArrowChangeSet:
-        """Every row of the snapshot, one per key, for a mirror's first build. A rebuild of a mirror
-        that holds rows replaces them all: the Spark engine's work."""
+        """Every row of the snapshot, one per key, for a first build or a rebuild (`whole_source`). A
+        merge that finds it must read the whole source instead (its budget counted a merge) hands the
+        table to the Spark engine."""
         if not self.whole_source:
             raise HandOver(f"{note or 'a rebuild'}: reading the whole source is the Spark engine's work")
         empty = self._empty()

@@ -1,6 +1,5 @@
 """Runs the tables of a namespace, `parallelism` at a time; one table's failure never stops the
 others. Each table is a TableJob (table_job.py)."""
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List
 
@@ -12,8 +11,6 @@ from ..core.options import JobOptions
 from ..core.summary import TableResult
 from .catalog import IcebergCatalog
 from .table_job import TableJob
-
-log = logging.getLogger("olake_cow")
 
 
 def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
@@ -41,12 +38,9 @@ def run_tables(root_session: Any, cfg: DestinationConfig, opts: JobOptions, tabl
 
 
 def dropped_sources(catalog: IcebergCatalog, opts: JobOptions, tables: List[str]) -> List[str]:
-    """core/identity.dropped_sources on the Spark engine's catalog, each line logged."""
+    """core/identity.dropped_sources on the Spark engine's catalog."""
     if not catalog.namespace_exists(opts.cow_namespace):
         return []
-    found = identity.dropped_sources(opts.source_namespace, opts.cow_namespace, tables,
-                                     catalog.list_tables(opts.cow_namespace),
-                                     lambda name: catalog.state(opts.cow_namespace, name))
-    for line in found:
-        log.warning("%s", line)
-    return found
+    return identity.dropped_sources(opts.source_namespace, opts.cow_namespace, tables,
+                                    catalog.list_tables(opts.cow_namespace),
+                                    lambda name: catalog.state(opts.cow_namespace, name))
