@@ -26,7 +26,7 @@ export STACK
 export PYTHONPATH := $(CURDIR)/emr_job:$(CURDIR)/lambda:$(CURDIR)
 
 .PHONY: help setup java deploy-tools check-template secret bucket-events deploy run-now destroy try-local demo test \
-	test-fast test-spark4 stack-parity \
+	test-fast test-stack test-spark4 stack-parity \
 	lint typecheck bench bench-engines bench-lane bench-warm soak clean
 
 help: ## list the targets
@@ -98,7 +98,12 @@ demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local wa
 	bash tools/system-deps.sh  # Java; PostgreSQL and its JDBC driver for the python engine's part
 	$(BIN)/python demo/demo.py
 
-test: $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
+# What the tests need besides the Debian packages; `make SPARK=4 test-stack` fetches Spark 4's alone
+# (.ci/run does so while the Spark 3.5 tests run: nothing there is shared with them).
+TEST_STACK := $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE)
+test-stack: $(TEST_STACK) ## install what `make test` needs under $(VENV) (packages, jars, test servers) without running it
+
+test: $(TEST_STACK) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash tools/system-deps.sh
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
