@@ -101,7 +101,7 @@ demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local wa
 # What the tests need besides the Debian packages; `make SPARK=4 test-stack` fetches Spark 4's alone
 # (.ci/run does so while the Spark 3.5 tests run: nothing there is shared with them).
 TEST_STACK := $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE)
-test-stack: $(TEST_STACK) ## install what `make test` needs under $(VENV) (packages, jars, test servers) without running it
+test-stack: $(TEST_STACK) ## install what `make test` needs into .venv (SPARK=4: .venv-spark4): packages, jars, test servers
 
 test: $(TEST_STACK) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash tools/system-deps.sh
