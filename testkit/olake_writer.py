@@ -46,9 +46,8 @@ def _json_value(typ, value: Any) -> Any:
     if value is None:
         return None
     kind = typ.typeName()
-    if kind == "struct":
-        get = value.get if isinstance(value, Mapping) else dict(zip(typ.names, value)).get
-        return {f.name: _json_value(f.dataType, get(f.name)) for f in typ.fields}
+    if kind == "struct":  # rows and structs are dicts
+        return {f.name: _json_value(f.dataType, value.get(f.name)) for f in typ.fields}
     if kind == "array":
         return [_json_value(typ.elementType, v) for v in value]
     if kind == "map":
@@ -494,10 +493,10 @@ class OlakeWriter:
                 if str(d.content().toString()) == "EQUALITY_DELETES":
                     location = str(d.location())
                     if location not in keys_of:
-                        keys_of[location] = set(_parquet_column(location, "_olake_id", t.io()))
+                        keys_of[location] = set(parquet_column(location, "_olake_id", t.io()))
                     keys |= keys_of[location]
             if keys:
-                rows = [i for i, k in enumerate(_parquet_column(path, "_olake_id", t.io())) if k in keys]
+                rows = [i for i, k in enumerate(parquet_column(path, "_olake_id", t.io())) if k in keys]
                 if rows:
                     positions[path] = rows
         added, removed = self._position_deletes(t, positions, {})
@@ -548,9 +547,9 @@ class _JavaFunction:
         implements = ["java.util.function.Function"]
 
 
-def _parquet_column(location: str, column: str, io) -> List[Any]:
+def parquet_column(location: str, column: str, io=None) -> List[Any]:
     """One column of a Parquet file of the table (local, or S3 through the endpoint and keys of the
-    table's S3FileIO), in row order (a row's index is its position)."""
+    table's S3FileIO `io`), in row order (a row's index is its position)."""
     from urllib.parse import urlparse
 
     import pyarrow.parquet as pq
