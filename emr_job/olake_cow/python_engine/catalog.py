@@ -1,6 +1,7 @@
 """The pyiceberg catalog of a destination, and whether the Python engine serves it."""
 import hashlib
 import json
+import logging
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Tuple
 from urllib.parse import parse_qsl, urlsplit
@@ -21,6 +22,18 @@ _REST_KEYS = ("uri", "warehouse", "credential", "token", "oauth2-server-uri", "s
               "rest.signing-name", "rest.signing-region")
 _REST_SIGNING = {"rest.access-key-id": "client.access-key-id", "rest.secret-access-key": "client.secret-access-key",
                  "rest.session-token": "client.session-token"}
+
+
+class _V0Notice(logging.Filter):
+    """pyiceberg's SqlCatalog warns on every open of a catalog made by Iceberg's Java JdbcCatalog
+    (its schema v0, as OLake's catalog is) and advises migrating it. The catalog is the user's and
+    OLake writes to it: the job never migrates it, and drops the advice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("SqlCatalog detected a v0 schema")
+
+
+_V0_NOTICE = _V0Notice()
 
 
 def sqlalchemy_url(cfg: DestinationConfig) -> str:
@@ -61,6 +74,7 @@ def open_catalog(cfg: DestinationConfig) -> Any:
         return glue(cfg.catalog_name, **props, **_glue(cfg))
     from pyiceberg.catalog.sql import SqlCatalog
 
+    logging.getLogger("pyiceberg.catalog.sql").addFilter(_V0_NOTICE)  # the same filter is added once
     return SqlCatalog(cfg.catalog_name, uri=sqlalchemy_url(cfg), warehouse=cfg.warehouse, **props)
 
 
