@@ -178,7 +178,7 @@ def _python_engine(root, server) -> bool:
                                           "jdbc_password": "pg-Secret-123",
                                           "iceberg_s3_path": "file://" + os.path.join(WORK, "jdbc-warehouse")}}
     cfg = parse_destination(dest)
-    dest_path = write_destination(os.path.join(WORK, "destination-sqlite.json"), dest)
+    dest_path = write_destination(os.path.join(WORK, "destination-jdbc.json"), dest)
     writer = OlakeWriter(session_for(root, cfg), SQL_CATALOG, NS)
     tables = IcebergCatalog(session_for(root, cfg), SQL_CATALOG)
     writer.create_table(TABLE, [("customer", "string"), ("amount", "int"), ("status", "string")])
