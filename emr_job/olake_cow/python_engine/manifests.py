@@ -111,7 +111,9 @@ class Manifests:
         return None
 
     def removed_data_files(self, snapshot_id: int) -> List[RemovedFile]:
-        """The data files the snapshot removed."""
+        """The data files the snapshot removed: every deleted entry of the manifests it added, as
+        Iceberg's Java API (the Spark engine's FileListing) reads them, whatever snapshot id the
+        entry carries (pyiceberg up to 0.11 wrote the adding snapshot's: apache/iceberg-python#3236)."""
         snap = self.table.metadata.snapshot_by_id(int(snapshot_id))
         if snap is None:
             return []
@@ -120,8 +122,7 @@ class Manifests:
             if m.added_snapshot_id != snap.snapshot_id:
                 continue
             for e in self._manifest(m, False):
-                if int(e.status.value) == 2 and e.snapshot_id == snap.snapshot_id \
-                        and int(e.data_file.content.value) == DATA:
+                if int(e.status.value) == 2 and int(e.data_file.content.value) == DATA:
                     out.append(RemovedFile(e.data_file.file_path, int(e.sequence_number)))
         return out
 
