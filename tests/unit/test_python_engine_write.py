@@ -8,7 +8,8 @@ from pyiceberg.table.metadata import new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField, StringType
 
-from olake_cow.python_engine.merge import DICT_SIZE, DICT_SIZE_BYTES, _without, _write_metadata
+from olake_cow.python_engine.manifests import without_keys
+from olake_cow.python_engine.merge import DICT_SIZE, DICT_SIZE_BYTES, _write_metadata
 
 
 def _meta(**properties):
@@ -31,7 +32,7 @@ def test_a_rewrite_keeps_every_other_row_in_its_order(dropped):
     keys = [f"k{i}" for i in (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 0, 8, 7)]
     rows = pa.Table.from_batches([pa.record_batch([pa.array(keys[a:a + 4]), pa.array(range(a, min(a + 4, len(keys))))],
                                                   names=["_olake_id", "v"]) for a in range(0, len(keys), 4)])
-    kept = _without(rows, sorted(dropped))
+    kept = without_keys(rows, sorted(dropped))
     expected = [(k, i) for i, k in enumerate(keys) if k not in dropped]
     assert list(zip(kept.column("_olake_id").to_pylist(), kept.column("v").to_pylist())) == expected
     assert kept.schema == rows.schema

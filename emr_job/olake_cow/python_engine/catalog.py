@@ -24,16 +24,11 @@ _REST_SIGNING = {"rest.access-key-id": "client.access-key-id", "rest.secret-acce
                  "rest.session-token": "client.session-token"}
 
 
-class _V0Notice(logging.Filter):
+def _drop_v0_advice(record: logging.LogRecord) -> bool:
     """pyiceberg's SqlCatalog warns on every open of a catalog made by Iceberg's Java JdbcCatalog
     (its schema v0, as OLake's catalog is) and advises migrating it. The catalog is the user's and
     OLake writes to it: the job never migrates it, and drops the advice."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("SqlCatalog detected a v0 schema")
-
-
-_V0_NOTICE = _V0Notice()
+    return not record.getMessage().startswith("SqlCatalog detected a v0 schema")
 
 
 def sqlalchemy_url(cfg: DestinationConfig) -> str:
@@ -74,7 +69,7 @@ def open_catalog(cfg: DestinationConfig) -> Any:
         return glue(cfg.catalog_name, **props, **_glue(cfg))
     from pyiceberg.catalog.sql import SqlCatalog
 
-    logging.getLogger("pyiceberg.catalog.sql").addFilter(_V0_NOTICE)  # the same filter is added once
+    logging.getLogger("pyiceberg.catalog.sql").addFilter(_drop_v0_advice)  # added once, however often called
     return SqlCatalog(cfg.catalog_name, uri=sqlalchemy_url(cfg), warehouse=cfg.warehouse, **props)
 
 

@@ -2,6 +2,7 @@
 shows at a snapshot: its position deletes and deletion vectors applied by pyiceberg's Arrow scan,
 its equality deletes (by _olake_id, newer than the file, in its partition) by key here."""
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -58,6 +59,25 @@ def aligned(rows: Any, schema: Any) -> Any:
         name = have.get(f.name.lower())
         cols.append(rows.column(name).cast(f.type) if name is not None else pa.nulls(rows.num_rows, f.type))
     return pa.Table.from_arrays(cols, schema=schema)
+
+
+def without_keys(rows: Any, keys: Sequence[str]) -> Any:
+    """`rows` less those whose _olake_id is in `keys`, in order, filtered in one slice per core (a
+    spread merge copies most of the mirror here: one thread of a new process spends 0.2-0.3 s on
+    1M rows)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not rows.num_rows or not keys:
+        return rows
+    drop = pc.is_in(rows.column(KEY), value_set=pa.array(keys, pa.string()))
+    step = -(-rows.num_rows // (os.cpu_count() or 1))
+    starts = range(0, rows.num_rows, step)
+    with ThreadPoolExecutor(len(starts)) as pool:  # Arrow's kernels release the GIL
+        parts = list(pool.map(lambda at: rows.slice(at, step).filter(pc.invert(drop.slice(at, step))), starts))
+    return pa.concat_tables(parts)
 
 
 class Manifests:
@@ -148,7 +168,6 @@ class Manifests:
         vectors as of the data file's sequence number or newer, equality deletes newer than it in its
         partition (or global)."""
         import pyarrow as pa
-        import pyarrow.compute as pc
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
@@ -158,10 +177,7 @@ class Manifests:
         parts = []
         for newer, tasks in self._tasks(data, at, eq, positional).items():
             table = ArrowScan(self.table.metadata, self.table.io, schema, AlwaysTrue()).to_table(tasks)
-            keys = self.equality_keys(by_path[p] for p in newer)
-            if keys and table.num_rows:
-                table = table.filter(pc.invert(pc.is_in(table.column(KEY), value_set=pa.array(sorted(keys)))))
-            parts.append(table)
+            parts.append(without_keys(table, sorted(self.equality_keys(by_path[p] for p in newer))))
         # pyiceberg types a column no file of a scan holds as its own default (large_string), or
         # leaves it out of a scan without rows: every part in one Arrow schema before they are joined.
         target = schema_to_pyarrow(schema)

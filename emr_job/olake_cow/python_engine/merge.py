@@ -19,7 +19,7 @@ from ..core.snapshots import Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
 from .evolve import follow_source
-from .manifests import Manifests, aligned, state_of
+from .manifests import Manifests, aligned, state_of, without_keys
 from .reader import HandOver
 from .resolve import ArrowChangeSet
 
@@ -122,7 +122,7 @@ def _rewrite(mirror: Any, schema: Any, state: TableState, cs: ArrowChangeSet) ->
     touched_paths = {f.path for f in touched_files(bounds, keys)}
     touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
     target = schema_to_pyarrow(schema)
-    kept = _without(files.rows(touched, [], schema=schema), keys)
+    kept = without_keys(files.rows(touched, [], schema=schema), keys)
     upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])
     written = pa.concat_tables([aligned(kept, target), upserts])
     if written.num_rows and not merge_shape(bounds, keys).spread:
@@ -131,24 +131,6 @@ def _rewrite(mirror: Any, schema: Any, state: TableState, cs: ArrowChangeSet) ->
         # the upserts follow sorted (as the Spark engine's spread merge, without a global sort).
         written = written.sort_by([(KEY, "ascending")])
     return touched, written
-
-
-def _without(rows: Any, keys: Sequence[str]) -> Any:
-    """`rows` less those whose key is in `keys`, filtered in one slice per core: a spread merge
-    copies most of the mirror here, and one thread of a new process spends 0.2-0.3 s on 1M rows."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not rows.num_rows or not keys:
-        return rows
-    drop = pc.is_in(rows.column(KEY), value_set=pa.array(keys, pa.string()))
-    step = -(-rows.num_rows // (os.cpu_count() or 1))
-    starts = range(0, rows.num_rows, step)
-    with ThreadPoolExecutor(len(starts)) as pool:  # Arrow's kernels release the GIL
-        parts = list(pool.map(lambda at: rows.slice(at, step).filter(pc.invert(drop.slice(at, step))), starts))
-    return pa.concat_tables(parts)
 
 
 def _write_metadata(meta: Any) -> Any:
