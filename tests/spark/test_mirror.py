@@ -169,7 +169,6 @@ def test_nested_schema_changes_reach_the_mirror(lake):
     lake.assert_mirror_matches("n", engines=("pyiceberg", "duckdb"))
 
 
-@pytest.mark.spark_only("the python engine hands a partition spec or sort order change over (test_engines.py)")
 def test_the_mirror_follows_the_sources_partition_spec_and_sort_order(lake):
     lake = lake
     lake.writer.create_table("p", [("v", "int"), ("region", "string")], partition_by=["bucket(4, _olake_id)"])

@@ -76,8 +76,8 @@ def lane_refusal(source: TableState, mirror: TableState, mode: SourceMode, reque
                  ask: TableAsk, budget: Budget) -> Optional[str]:
     """Why a table's pending merge goes to the Spark engine (None: the python engine's budget
     holds it), from metadata as the trigger reads it; `mode` as resolve_mode gave it. The python
-    engine checks the same again and hands over what this does not read (a change of the source's
-    partition spec or sort order)."""
+    engine checks the same again and hands over what this does not read (a column pyiceberg cannot
+    carry, a schema change it cannot apply)."""
     try:
         fmt, upgrade = resolve_format(mirror, requested_format)
     except MirrorFormatError as exc:

@@ -22,7 +22,7 @@ from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
-from .evolve import lossy_refusal, spec_or_order_change
+from .evolve import lossy_refusal
 from .merge import build_cow, merge_cow, replaced_files
 from .reader import ArrowHistoryReader, HandOver
 
@@ -80,12 +80,11 @@ class PythonTableRun:
             raise HandOver(refusal)
         self._loop(src, source, mir, mirror)
 
-    def _fits(self, source: TableState, mirror: TableState, src: Any, mir: Any, rebuild: bool = False) -> None:
-        """Hand over what the Spark engine must do first, or what is over budget (metadata only). A
-        mirror whose table must be made anew was handed over before the loop (python_refusal); new
-        columns, renames and type promotions the merge follows itself (evolve.py)."""
-        why = over_budget(source, mirror, self.budget, rebuild) or (
-            spec_or_order_change(src, mir) if mir is not None else None)
+    def _fits(self, source: TableState, mirror: TableState, rebuild: bool = False) -> None:
+        """Hand over what is over budget (metadata only). A mirror whose table must be made anew was
+        handed over before the loop (python_refusal); new columns, renames, type promotions, a new
+        partition spec or sort order the merge follows itself (evolve.py)."""
+        why = over_budget(source, mirror, self.budget, rebuild)
         if why:
             raise HandOver(why)
 
@@ -129,7 +128,7 @@ class PythonTableRun:
         write, or holding rows a rebuild replaces), then every row written into it in one commit
         that drops every file it held."""
         rebuild = not first_build(mirror)
-        self._fits(source, mirror, src, mir, rebuild)
+        self._fits(source, mirror, rebuild)
         replaced = replaced_files(mir, mirror) if rebuild else []
         t0 = time.monotonic()
         reader = ArrowHistoryReader(src, source, self.opts.delete_mode, whole_source=True)
@@ -164,7 +163,7 @@ class PythonTableRun:
         return load(self.catalog, self.opts.cow_namespace, self.mirror)
 
     def _merge(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
-        self._fits(source, mirror, src, mir)
+        self._fits(source, mirror)
         mir, mirror = self._keep_properties(mir, mirror)
         t0 = time.monotonic()
         reader = ArrowHistoryReader(src, source, self.opts.delete_mode)
