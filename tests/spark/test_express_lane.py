@@ -102,6 +102,19 @@ def test_what_the_merge_function_cannot_do_goes_to_one_emr_run(lane):
     lake.assert_mirror_matches("t")
 
 
+def test_a_table_the_merge_function_cannot_carry_goes_straight_to_emr(lane):
+    """A list of structs the trigger reads in the table's metadata: no merge function is invoked for
+    it, one EMR run is started, and the routing says why."""
+    lake, account = lane
+    first_build(lake)
+    lake.writer.add_column("t", "l", "array<struct<p:int>>")
+    lake.writer.commit("t", [{"_olake_id": "100", "_op_type": "c", "v": 5, "s": "x", "l": [{"p": 1}]}])
+    started = account.invoke({"namespace": lake.ns})
+    assert started["status"] == "started" and started["engine"] == "emr", started
+    assert "column l" in started["routing"]["t"], started
+    assert account.lane_requests == []
+
+
 def test_the_merge_function_hands_a_truncate_mode_table_back_untouched(lane, make_lake):
     lake, account = lane
     lake.mode = "truncate"

@@ -58,6 +58,12 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
         return "truncate mode commits to OLake's table: the Spark engine runs it"
     if not FORMATS[fmt].python_engine or upgrade:
         return "no maintained Python library writes Iceberg deletion vectors yet: dv mirrors run on Spark"
+    for state in (source, mirror):
+        if state.struct_collection:
+            # pyiceberg 0.12's Arrow projection (every read and write) rebuilds such a column from
+            # its offsets alone: a null list or map would become an empty one.
+            return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column "
+                    f"{state.struct_collection}): the Spark engine runs tables with such columns")
     if truncated_by_another(source, mirror):
         return "another job truncates this source: the Spark engine notes what the mirror keeps"
     remade = layout_change(source, mirror)
@@ -76,8 +82,8 @@ def lane_refusal(source: TableState, mirror: TableState, mode: SourceMode, reque
                  ask: TableAsk, budget: Budget) -> Optional[str]:
     """Why a table's pending merge goes to the Spark engine (None: the python engine's budget
     holds it), from metadata as the trigger reads it; `mode` as resolve_mode gave it. The python
-    engine checks the same again and hands over what this does not read (a column pyiceberg cannot
-    carry, a schema change it cannot apply)."""
+    engine checks the same again on the tables as it loads them, and hands over what this does not
+    read (a schema, spec or order pyiceberg cannot apply)."""
     try:
         fmt, upgrade = resolve_format(mirror, requested_format)
     except MirrorFormatError as exc:

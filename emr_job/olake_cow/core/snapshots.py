@@ -102,6 +102,9 @@ class TableState:
     fields: Mapping[int, str] = field(default_factory=dict, compare=False, hash=False)
     past_fields: FrozenSet[Tuple[int, str]] = field(default_factory=frozenset, compare=False, hash=False)
     types: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)  # column -> type, current
+    # the first column (dotted path) of the current schema holding a list of structs or a map with
+    # struct keys or values (None: none), which pyiceberg cannot carry unchanged (core/engines.py)
+    struct_collection: Optional[str] = None
     # snapshots a branch or tag points at (expiry keeps them)
     referenced: FrozenSet[int] = field(default_factory=frozenset, compare=False, hash=False)
 
@@ -173,7 +176,37 @@ def _schema_fields(meta: Mapping[str, Any]) -> Dict[str, Any]:
         "types": {str(f.get("name")): _type_name(f.get("type")) for f in current},
         "past_fields": frozenset((int(f["id"]), str(f.get("name"))) for schema in meta.get("schemas") or ()
                                  for f in schema.get("fields") or ()),
+        "struct_collection": _struct_collection(current, ""),
     }
+
+
+def _struct_collection(fields: Any, prefix: str) -> Optional[str]:
+    for f in fields:
+        found = _collection_in(f.get("type"), f"{prefix}{f.get('name')}")
+        if found:
+            return found
+    return None
+
+
+def _collection_in(typ: Any, name: str) -> Optional[str]:
+    """`name` when the type (as metadata JSON spells it) is or holds a list of structs or a map with
+    struct keys or values; the dotted path of a nested one; None when it holds neither."""
+    if not isinstance(typ, Mapping):
+        return None
+    kind = typ.get("type")
+    if kind == "struct":
+        return _struct_collection(typ.get("fields") or (), f"{name}.")
+    if kind == "list":
+        return name if _is_struct(typ.get("element")) else _collection_in(typ.get("element"), name)
+    if kind == "map":
+        if _is_struct(typ.get("key")) or _is_struct(typ.get("value")):
+            return name
+        return _collection_in(typ.get("value"), name)
+    return None
+
+
+def _is_struct(typ: Any) -> bool:
+    return isinstance(typ, Mapping) and typ.get("type") == "struct"
 
 
 def _type_name(typ: Any) -> str:

@@ -5,7 +5,7 @@ field ids may differ). Staged in the merge's own transaction, so the new schema,
 the rows written under them are one catalog commit (Spark commits them before its merge). What
 pyiceberg cannot apply is the Spark engine's (HandOver)."""
 import json
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
 from ..core.renames import field_names, renames
 from .create import wanted_order
@@ -92,37 +92,3 @@ def _spec(spec: Any, schema: Any) -> List[Tuple[str, str]]:
 def _order(order: Any, schema: Any) -> List[OrderTerm]:
     return [(str(f.transform), schema.find_column_name(f.source_id) or "", str(f.direction.name),
              str(f.null_order.name)) for f in order.fields]
-
-
-def lossy_column(schema: Any) -> Optional[str]:
-    """The first column pyiceberg 0.12 cannot carry unchanged (None: none): its Arrow projection, on
-    every read and write, rebuilds a list of structs or a map with struct values from its offsets
-    alone, so a null list or map becomes an empty one."""
-    from pyiceberg.types import ListType, MapType, StructType
-
-    def walk(typ: Any, name: str) -> Optional[str]:
-        if isinstance(typ, StructType):
-            for f in typ.fields:
-                found = walk(f.field_type, f"{name}.{f.name}" if name else f.name)
-                if found:
-                    return found
-        elif isinstance(typ, ListType):
-            return name if isinstance(typ.element_type, StructType) else walk(typ.element_type, name)
-        elif isinstance(typ, MapType):
-            if isinstance(typ.value_type, StructType) or isinstance(typ.key_type, StructType):
-                return name
-            return walk(typ.value_type, name)
-        return None
-
-    return walk(schema.as_struct(), "")
-
-
-def lossy_refusal(src: Any, mirror: Any) -> Optional[str]:
-    """Why the tables' columns are the Spark engine's (lossy_column), or None."""
-    for table in (src, mirror):
-        lossy = lossy_column(table.schema()) if table is not None else None
-        if lossy:
-            return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column {lossy}): the "
-                    "Spark engine runs tables with such columns")
-    return None
-

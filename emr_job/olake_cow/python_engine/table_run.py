@@ -22,7 +22,6 @@ from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
-from .evolve import lossy_refusal
 from .merge import build_cow, merge_cow, replaced_files
 from .reader import ArrowHistoryReader, HandOver
 
@@ -75,7 +74,7 @@ class PythonTableRun:
         mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
         fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror, self.result.mirror)
         self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
-        refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask) or lossy_refusal(src, mir)
+        refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
         if refusal:
             raise HandOver(refusal)
         self._loop(src, source, mir, mirror)
