@@ -6,8 +6,8 @@ sees it, and is one catalog commit: either engine can take over from it."""
 import os
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..core.audit import audit, live_rows, replaced_rows
-from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, Marker
+from ..core.audit import ChangeCounts, audit, live_rows, replaced_rows
+from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker, with_rejected
 from ..core.errors import AuditError
 from ..core.files import DATA
 from ..core.filesize import mirror_target_bytes, rebuild_partitions
@@ -96,6 +96,46 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
     result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
     return followed
+
+
+def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, counts: ChangeCounts,
+                   delete_mode: DeleteMode, result: TableResult) -> int:
+    """Publish snapshot `staged_id`, a write an earlier run staged on the mirror's current snapshot
+    (pyiceberg table `mirror`, at `state`), as the Spark engine publishes one: audited against
+    `counts` (a rebuild against its own commit), then made current with the checkpoint and the
+    merge's properties in one commit that fails if the mirror moved meanwhile. One the audit
+    refuses is recorded as rejected, so no later run tries it again. Returns the rows upserted."""
+    staged = state.snapshot(staged_id)
+    if staged is None:
+        raise AuditError(f"{result.mirror}: staged snapshot {staged_id} is not in the mirror's metadata")
+    parent = state.snapshot(state.current_id)
+    try:
+        audit(staged, live_rows(parent) if parent is not None else 0, counts, step.rebuild, result.mirror,
+              MirrorFormat.COW)
+    except AuditError:
+        with mirror.transaction() as tx:
+            tx.set_properties({REJECTED_PROPERTY: with_rejected(state, staged.snapshot_id)})
+        raise
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
+    tx = mirror.transaction()
+    ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
+    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, DATA_CHECKPOINT_PROPERTY: step.target.wap_id,
+                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
+    tx.commit_transaction()
+    rewritten = staged.summary_int(Summary.DELETED_DATA_FILES)
+    if step.rebuild:
+        result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
+    else:
+        result.rows_upserted += counts.upserts
+        result.rows_deleted += counts.deletes
+        result.rows_replaced += replaced_rows(staged, counts, MirrorFormat.COW)
+    result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
+    result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
+    result.files_rewritten += rewritten
+    result.files_read += rewritten
+    result.bytes_read += staged.summary_int(Summary.REMOVED_FILES_SIZE)
+    return staged.summary_int(Summary.ADDED_RECORDS) if step.rebuild else counts.upserts
 
 
 def replaced_files(mirror: Any, state: TableState) -> List[Any]:

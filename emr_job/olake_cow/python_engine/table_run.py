@@ -5,6 +5,7 @@ import time
 from typing import Any, List, Tuple
 
 from ..core import steps
+from ..core.audit import ChangeCounts
 from ..core.budget import Budget, first_build, over_budget
 from ..core.changesource import for_mode
 from ..core.checkpoint import CHECKPOINT_PROPERTY
@@ -22,7 +23,7 @@ from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
 from .create import create_mirror
-from .merge import build_cow, merge_cow, replaced_files
+from .merge import build_cow, merge_cow, publish_staged, replaced_files
 from .reader import ArrowHistoryReader, HandOver
 
 log = logging.getLogger("olake_cow")
@@ -116,6 +117,8 @@ class PythonTableRun:
                 self._build(step, src, source, mir, mirror)
             elif isinstance(step, steps.Merge):
                 self._merge(step, src, source, mir, mirror)
+            elif isinstance(step, steps.Publish):
+                self._publish(step, src, source, mir, mirror)
             else:
                 raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
             src, source, mir, mirror = self.states()
@@ -129,12 +132,7 @@ class PythonTableRun:
         rebuild = not first_build(mirror)
         self._fits(source, mirror, rebuild)
         replaced = replaced_files(mir, mirror) if rebuild else []
-        t0 = time.monotonic()
-        reader = ArrowHistoryReader(src, source, self.opts.delete_mode, whole_source=True)
-        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
-        self.result.add_time("reading_changes", time.monotonic() - t0)
-        self.result.files_read += cs.files_read
-        self.result.bytes_read += cs.bytes_read
+        cs = read_changes(src, source, step, self.opts, self.result, whole_source=True)
         t0 = time.monotonic()
         if mir is None:
             create_mirror(self.catalog, src, self.opts.cow_namespace, self.mirror, self.name,
@@ -143,7 +141,7 @@ class PythonTableRun:
             self.say("created mirror %s (readonly mode, cow format)", self.result.mirror)
             mir, mirror = load(self.catalog, self.opts.cow_namespace, self.mirror)
         else:
-            mir, mirror = self._keep_properties(mir, mirror)
+            mir, mirror = self._kept(mir, mirror)
         read = source.snapshot(step.read_id)
         for what in build_cow(mir, cs, step, self.opts.delete_mode, self.result,
                               read.summary_int(Summary.TOTAL_FILES_SIZE) if read is not None else 0, src, replaced):
@@ -153,23 +151,27 @@ class PythonTableRun:
         self.say("rebuilt mirror from source snapshot %s: %d row(s) upserted, 0 key(s) deleted",
                  step.target.snapshot_id, cs.counts.upserts)
 
-    def _keep_properties(self, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:
-        changed = kept_properties(mirror, SourceMode.READONLY, self.name, self.opts.target_file_mb, self.table)
-        if not changed:
-            return mir, mirror
-        with mir.transaction() as tx:
-            tx.set_properties(changed)
-        return load(self.catalog, self.opts.cow_namespace, self.mirror)
+    def _kept(self, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:
+        return keep_properties(self.catalog, self.opts, self.table, mir, mirror)
+
+    def _publish(self, step: steps.Publish, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
+        """Publish a write a Spark run staged and did not publish, as the Spark engine would: its change
+        set is read again only for the audit's counts (a rebuild is audited from its own commit)."""
+        merge, counts = step.merge, ChangeCounts(0, 0)
+        if not merge.rebuild:
+            self._fits(source, mirror)
+            counts = read_changes(src, source, merge, self.opts, self.result).counts
+        t0 = time.monotonic()
+        upserted = publish_staged(mir, mirror, step.staged_id, merge, counts, self.opts.delete_mode, self.result)
+        self.result.add_time("committing", time.monotonic() - t0)
+        self.result.merges += 1
+        self.say("published staged source snapshot %s: %d row(s) upserted, %d key(s) deleted",
+                 merge.target.snapshot_id, upserted, counts.deletes)
 
     def _merge(self, step: steps.Merge, src: Any, source: TableState, mir: Any, mirror: TableState) -> None:
         self._fits(source, mirror)
-        mir, mirror = self._keep_properties(mir, mirror)
-        t0 = time.monotonic()
-        reader = ArrowHistoryReader(src, source, self.opts.delete_mode)
-        cs = for_mode(SourceMode.READONLY).read(reader, step, source)
-        self.result.add_time("reading_changes", time.monotonic() - t0)
-        self.result.files_read += cs.files_read
-        self.result.bytes_read += cs.bytes_read
+        mir, mirror = self._kept(mir, mirror)
+        cs = read_changes(src, source, step, self.opts, self.result)
         t0 = time.monotonic()
         for what in merge_cow(mir, mirror, cs, step, self.opts.delete_mode, self.result, src):
             self.say("mirror follows the source's %s", what)
@@ -177,6 +179,30 @@ class PythonTableRun:
         self.result.merges += 1
         self.say("merged source snapshot %s: %d row(s) upserted, %d key(s) deleted", step.target.snapshot_id,
                  cs.counts.upserts, cs.counts.deletes)
+
+
+def keep_properties(catalog: Any, opts: JobOptions, table: str, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:
+    """The mirror (pyiceberg table, state) with the properties every merge keeps on it (mirror_props.py)."""
+    name = f"{table}{MIRROR_SUFFIX}"
+    changed = kept_properties(mirror, SourceMode.READONLY, f"{opts.source_namespace}.{table}", opts.target_file_mb,
+                              table)
+    if not changed:
+        return mir, mirror
+    with mir.transaction() as tx:
+        tx.set_properties(changed)
+    return load(catalog, opts.cow_namespace, name)
+
+
+def read_changes(src: Any, source: TableState, step: steps.Merge, opts: JobOptions, result: TableResult,
+                 whole_source: bool = False) -> Any:
+    """The merge's change set (an ArrowChangeSet) of pyiceberg table `src`, read and counted."""
+    t0 = time.monotonic()
+    reader = ArrowHistoryReader(src, source, opts.delete_mode, whole_source=whole_source)
+    cs = for_mode(SourceMode.READONLY).read(reader, step, source)
+    result.add_time("reading_changes", time.monotonic() - t0)
+    result.files_read += cs.files_read
+    result.bytes_read += cs.bytes_read
+    return cs
 
 
 def run_python_tables(catalog: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
