@@ -25,6 +25,10 @@ from olake_trigger.freshness import Freshness
 from testkit.lakes import make, rows
 
 pytestmark = [pytest.mark.spark]
+# The readonly mirror of a source another job truncates runs on either engine; the other job (truncate
+# mode), its --verify refusal and what only Spark does are Spark's.
+ENGINES = ["spark", "python"]
+OTHER_JOB = ("--source-mode", "truncate", "--engine", "spark")
 # ONE_READER: what these tests check is whose table it is and what it holds, not how engines read it
 # (test_mirror reads every mirror with all four): Spark and pyiceberg read each mirror here.
 
@@ -57,35 +61,41 @@ def test_a_column_renamed_in_a_truncate_mirror_is_refused_and_renaming_it_back_l
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
-def test_a_second_job_truncating_the_source_leaves_a_readonly_mirror_every_row(make_lake, destinations):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_second_job_truncating_the_source_leaves_a_readonly_mirror_every_row(make_lake, destinations, engine):
     lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    lake.engine = engine
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
                              {"_olake_id": "30", "_op_type": "c", "v": 30}])
-    other = ["--cow-namespace", lake.ns + "_other", "--source-mode", "truncate"]
+    other = ["--cow-namespace", lake.ns + "_other", *OTHER_JOB]
     assert lake.run_raw(*other) == 0  # another job truncates OLake's table
     assert boundaries(lake)
     lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "31", "_op_type": "c", "v": 31}])
     code, result = lake.run_summary()
-    assert code == 0 and any("another olake-cow job truncates" in n for n in result["notes"])
+    assert code == 0 and result["engine"] == engine, result
+    assert any("another olake-cow job truncates" in n for n in result["notes"]), result
     lake.assert_mirror_matches("t", engines=ONE_READER)  # every row OLake wrote, none lost to the other job's truncate
     assert lake.run_raw(*other) == 0
     assert lake.run() == 0
     lake.assert_mirror_matches("t", engines=ONE_READER)
-    assert lake.run("--verify") == 2  # it would compare with a truncated table
+    assert lake.run("--verify", "--engine", "spark") == 2  # it would compare with a truncated table
 
 
-def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_from_it(make_lake, destinations):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_from_it(make_lake, destinations,
+                                                                                      engine):
     """A rebuild reads OLake's table as it is now; after another job's truncates it no longer holds the
     rows that job moved out, so a rebuild (another --delete-mode, someone's commit to the mirror) is
     refused, the mirror is kept, and following the advice loses nothing."""
     lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    lake.engine = engine
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
                              {"_olake_id": "30", "_op_type": "c", "v": 30}])
-    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", *OTHER_JOB) == 0
     assert boundaries(lake) and lake.run() == 0
     before = kept(lake, lake.mirror_q("t"))
     code, result = lake.run_summary("--delete-mode", "hard")
@@ -111,32 +121,36 @@ def expire_source(lake):
     assert not boundaries(lake)  # the truncates are out of OLake's history
 
 
-def mirrored_then_truncated_by_another_job(lake):
-    """A readonly mirror of t, then another job's truncate of OLake's table and a commit after it."""
+def mirrored_then_truncated_by_another_job(lake, engine="spark"):
+    """A readonly mirror of t (its runs on `engine`), then another job's truncate of OLake's table and
+    a commit after it."""
+    lake.engine = engine
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
-    assert lake.run_raw("--cow-namespace", lake.ns + "_other", "--source-mode", "truncate") == 0
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", *OTHER_JOB) == 0
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
     return lake
 
 
-def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshots_are_expired(make_lake, destinations):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_readonly_mirror_remembers_another_jobs_truncate_after_olakes_snapshots_are_expired(make_lake, destinations,
+                                                                                             engine):
     """A truncate-mode stack expires OLake's snapshots, and with them the truncates a rebuild is judged
     by: the readonly mirror records the truncate it merged past, so a rebuild stays refused, and
-    --verify too. (The Spark engine merges such sources: it notes what the mirror keeps.)"""
-    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"))
+    --verify too. (Either engine merges such sources: it notes what the mirror keeps.)"""
+    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"), engine)
     code, result = lake.run_summary()  # merges past the other job's truncate
-    assert code == 0 and result["status"] == "merged", result
+    assert code == 0 and result["status"] == "merged" and result["engine"] == engine, result
     expire_source(lake)
     before = kept(lake, lake.mirror_q("t"))
     code, result = lake.run_summary("--delete-mode", "hard")
     assert code == 1 and "another olake-cow job truncates" in result["error"], result
     assert keeps_data(result["error"]) and kept(lake, lake.mirror_q("t")) == before
-    assert lake.run("--verify") == 2  # it would compare with a table that lost those rows
+    assert lake.run("--verify", "--engine", "spark") == 2  # it would compare with a table that lost those rows
     lake.writer.commit("t", [{"_olake_id": "6", "_op_type": "u", "v": 66}])
     code, result = lake.run_summary()  # incremental merges go on, noting what the mirror keeps
-    assert code == 0 and result["status"] == "merged", result
+    assert code == 0 and result["status"] == "merged" and result["engine"] == engine, result
     assert any("another olake-cow job truncates" in n for n in result["notes"]), result["notes"]
     lake.assert_mirror_matches("t", engines=ONE_READER)  # every row the other job moved out is here
 
@@ -174,12 +188,13 @@ def test_no_mirror_is_first_built_from_a_table_another_job_truncates_even_after_
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_readonly_mirror_is_not_rebuilt_after_another_jobs_truncates_were_expired_before_it_ran(
-        make_lake, destinations):
+        make_lake, destinations, engine):
     """Another job truncates OLake's table and OLake's snapshots are expired before the readonly mirror
     runs again: the snapshots it held are gone, so it would be rebuilt, from a table that lost the rows
     that job moved out. The mark that job leaves on OLake's table refuses it; the mirror keeps its rows."""
-    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"))
+    lake = mirrored_then_truncated_by_another_job(make_lake(destinations["jdbc"], "jdbc", "readonly"), engine)
     expire_source(lake)
     before = kept(lake, lake.mirror_q("t"))
     code, result = lake.run_summary()
@@ -188,7 +203,7 @@ def test_a_readonly_mirror_is_not_rebuilt_after_another_jobs_truncates_were_expi
     assert kept(lake, lake.mirror_q("t")) == before
     check = trigger_check(lake)
     assert check.blocked and "another olake-cow job truncates" in str(check.refused), check
-    assert lake.run("--verify") == 2  # it would compare with a table that lost those rows
+    assert lake.run("--verify", "--engine", "spark") == 2  # it would compare with a table that lost those rows
 
 
 def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_losing_a_row(make_lake, destinations):

@@ -11,7 +11,6 @@ from .formats import FORMATS
 from .identity import layout_change
 from .modes import MirrorFormat, SourceMode, resolve_format
 from .planner import TableAsk, plan_table
-from .readonly import truncated_by_another
 from .snapshots import TableState
 from .steps import Merge
 
@@ -64,8 +63,6 @@ def python_refusal(source: TableState, mirror: TableState, mode: SourceMode, fmt
             # its offsets alone: a null list or map would become an empty one.
             return (f"pyiceberg 0.12 turns a null list or map of structs into an empty one (column "
                     f"{state.struct_collection}): the Spark engine runs tables with such columns")
-    if truncated_by_another(source, mirror):
-        return "another job truncates this source: the Spark engine notes what the mirror keeps"
     remade = layout_change(source, mirror)
     if remade:
         return f"the mirror's table is made anew ({remade}): the Spark engine drops and creates mirrors"

@@ -141,6 +141,16 @@ def truncated_by_another(source: TableState, mirror: TableState) -> str:
     return f"into its mirror {into}" if into else ""
 
 
+def other_truncates_note(source: TableState, mirror: TableState, name: str) -> Optional[str]:
+    """The note a readonly run of source `name` gives when another olake-cow job truncates it: the
+    mirror keeps the rows those truncates removed (None: no other job does)."""
+    where = truncated_by_another(source, mirror)
+    if not where:
+        return None
+    return (f"another olake-cow job truncates {name} in truncate mode ({where}): this "
+            "readonly mirror keeps the rows those truncates removed")
+
+
 def _record_truncates(source: TableState, pending: Sequence[Snapshot]) -> Properties:
     """The property recording the newest truncate by another job among the snapshots the mirror
     goes past (none: nothing to record)."""

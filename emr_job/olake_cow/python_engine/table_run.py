@@ -19,6 +19,7 @@ from ..core.mirror_props import kept_properties
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
+from ..core.readonly import other_truncates_note
 from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import load
@@ -78,12 +79,14 @@ class PythonTableRun:
         refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
         if refusal:
             raise HandOver(refusal)
+        for note in filter(None, [other_truncates_note(source, mirror, self.name)]):  # the mirror keeps those rows
+            self.result.notes.append(note)
+            self.say("%s", note)
         self._loop(src, source, mir, mirror)
 
     def _fits(self, source: TableState, mirror: TableState, rebuild: bool = False) -> None:
-        """Hand over what is over budget (metadata only). A mirror whose table must be made anew was
-        handed over before the loop (python_refusal); new columns, renames, type promotions, a new
-        partition spec or sort order the merge follows itself (evolve.py)."""
+        """Hand over what is over budget (metadata only); the rest the Spark engine must do was handed
+        over before the loop (python_refusal), and the merge follows the source's layout (evolve.py)."""
         why = over_budget(source, mirror, self.budget, rebuild)
         if why:
             raise HandOver(why)

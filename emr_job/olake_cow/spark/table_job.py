@@ -18,7 +18,7 @@ from ..core.identity import ownership, source_problem
 from ..core.modes import SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import rebuild_reason, repair_reason
-from ..core.readonly import truncated_by_another
+from ..core.readonly import other_truncates_note
 from ..core.snapshots import TableState
 from ..core.summary import TableResult, TableStatus
 from .catalog import IcebergCatalog
@@ -196,8 +196,4 @@ class TableJob:
 def _other_truncates_note(source: TableState, mirror: TableState, mode: SourceMode, name: str) -> Optional[str]:
     """A readonly mirror keeps the rows another olake-cow job's truncates removed from its source
     (core/readonly.py): the note that says so."""
-    where = truncated_by_another(source, mirror) if mode == SourceMode.READONLY else ""
-    if not where:
-        return None
-    return (f"another olake-cow job truncates {name} in truncate mode ({where}): this "
-            "readonly mirror keeps the rows those truncates removed")
+    return other_truncates_note(source, mirror, name) if mode == SourceMode.READONLY else None
