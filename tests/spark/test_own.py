@@ -401,3 +401,52 @@ def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_lose
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, and the source's new changes merged
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def _source_files_appended_to_the_mirror(lake):
+    """Someone appends OLake's own data files to the mirror (Iceberg's API, as add_files would): the
+    mirror's history now references files of OLake's table. Returns their paths."""
+    src, mirror = lake.tables.load(lake.ns, "t"), lake.tables.load(lake.cow_ns, "t_cow")
+    tasks, append, paths = src.newScan().planFiles().iterator(), mirror.newAppend(), []
+    while tasks.hasNext():
+        f = tasks.next().file()
+        paths.append(str(f.location()))
+        append.appendFile(f)
+    append.commit()
+    return paths
+
+
+def _source_rows(lake):
+    return len(lake.writer.spark.sql(f"SELECT * FROM {lake.writer.q('t')}").collect())
+
+
+def _all_there(lake, paths):
+    io = lake.tables.load(lake.ns, "t").io()
+    return [p for p in paths if not io.newInputFile(p).exists()] == []
+
+
+def test_files_someone_committed_to_the_mirror_from_elsewhere_are_never_deleted(make_lake, destinations):
+    """OLake's data files appended to a readonly mirror: the job repairs the mirror in place, after
+    which only older snapshots reference them. Expiring those would delete OLake's files: the expiry
+    is skipped with a note naming them, and OLake's table keeps every file and row. A mirror to be
+    made anew (someone also drops a column) is not dropped either, since its purge would delete them."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    paths = _source_files_appended_to_the_mirror(lake)
+    assert paths
+    code, result = lake.run_summary("--expire-mirror-older-than", "0")
+    assert code == 0 and result["repaired"] == 1, result
+    assert _all_there(lake, paths), "OLake's data files were deleted"
+    notes = result["maintenance"]["notes"]
+    assert any("outside its location" in n and min(paths) in n for n in notes), notes
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    assert _source_rows(lake) == 20  # OLake's table reads whole
+
+    _source_files_appended_to_the_mirror(lake)
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
+    before = lake.mirror("t").metadata_location
+    code, result = lake.run_summary()
+    assert code == 2 and "outside its location" in result["error"] and "nothing was deleted" in result["error"], result
+    assert lake.mirror("t").metadata_location == before  # not dropped
+    assert _all_there(lake, paths) and _source_rows(lake) == 20

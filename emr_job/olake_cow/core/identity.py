@@ -290,6 +290,23 @@ def location_problem(mirror_location: str, source_location: str, name: str) -> O
     return None
 
 
+def foreign_files(paths: Iterable[str], location: str) -> List[str]:
+    """The files of `paths` that are not under table location `location`: files someone committed
+    to the table from elsewhere (another table's data, OLake's too), which nothing that deletes the
+    table's files (its snapshots' expiry, a drop that purges) may delete."""
+    root = comparable_location(location).rstrip("/") + "/"
+    return sorted(p for p in paths if not comparable_location(p).startswith(root))
+
+
+def foreign_files_problem(name: str, location: str, files: List[str], what: str) -> str:
+    """Why `what` is not done to table `name`: its snapshots reference `files` outside `location`."""
+    return (f"{name}'s snapshots reference {len(files)} file(s) outside its location {location} (the first: "
+            f"{files[0]}), which someone committed to it: {what} would delete them, and they may be another "
+            "table's data, so nothing was deleted. Take that commit out of the table's history without "
+            "deleting files (roll back before it if it is current, then expire with Iceberg's "
+            "ExpireSnapshots.cleanExpiredFiles(false)), or drop the table yourself without purging it")
+
+
 def occupied_location_problem(name: str, location: str) -> str:
     """Why no mirror is created at a location that already holds files."""
     return (f"{name} would be created at {location}, which already holds files: nothing was created. "

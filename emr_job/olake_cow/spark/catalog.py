@@ -149,6 +149,7 @@ class IcebergCatalog:
         return namespace_missing(namespace, self.catalog_name)
 
     def drop(self, namespace: str, table: str) -> None:
+        """Drop the table and purge its files (mirror_table.py checks first that they are its own)."""
         self.catalog.dropTable(self.ident(namespace, table), True)
 
     # --- commits ------------------------------------------------------------------------------

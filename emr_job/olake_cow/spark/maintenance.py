@@ -9,6 +9,7 @@ from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
 from ..core.formats import FORMATS
 from ..core.identifiers import qualified, quote, sql_string
+from ..core.identity import foreign_files, foreign_files_problem
 from ..core.maintenance import (
     HOUR_MS,
     MaintenanceOptions,
@@ -48,8 +49,16 @@ class Maintainer:
         return {r[0]: int(r[1]) for r in rows}
 
     def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> None:
+        """Expire the table's snapshots older than `older_than_ms` (the current one is kept), which
+        deletes every file only they reference, wherever it lies: skipped, with a note, while any
+        file of the table's history is not under its location (core/identity.py foreign_files)."""
         ident = qualified(self.catalog, ns, table)
         before_files = self._files(ident)
+        location = self.tables.load(ns, table).location()
+        foreign = foreign_files(before_files, location)
+        if foreign:
+            out.notes.append(foreign_files_problem(f"{ns}.{table}", location, foreign, "expiring its snapshots"))
+            return
         before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
         self._call("expire_snapshots", {"table": self._table_arg(ns, table),
                                         "older_than": timestamp_literal(older_than_ms),

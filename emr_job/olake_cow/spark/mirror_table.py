@@ -5,8 +5,8 @@ from typing import Optional
 
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.formats import FORMATS
-from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import source_namespace_problem
+from ..core.identifiers import MIRROR_SUFFIX, qualified
+from ..core.identity import foreign_files, foreign_files_problem, source_namespace_problem
 from ..core.mirror_props import kept_properties, new_mirror_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
@@ -34,7 +34,7 @@ class MirrorTable:
         or format version someone changed): drop it and create it anew."""
         if mirror.exists and recreate and self.mode == SourceMode.READONLY:
             log.info("[%s] the mirror's table was changed by someone else: creating it anew", self.source)
-            self.catalog.drop(self.ns, self.name)
+            self._drop()
             mirror = TableState(exists=False)
         if mirror.exists:
             try:
@@ -44,13 +44,25 @@ class MirrorTable:
                 if not rebuild:
                     raise
                 log.info("[%s] the source's schema cannot be applied to the mirror: recreating it", self.source)
-                self.catalog.drop(self.ns, self.name)
+                self._drop()
                 mirror = TableState(exists=False)
         if not mirror.exists:
             self.create()
             return True
         self._keep_properties(mirror)
         return False
+
+    def _drop(self) -> None:
+        """Drop the mirror and purge its files; refused (ForeignMirrorError, nothing dropped) while its
+        history references files outside its location, which the purge would delete too."""
+        location = self.catalog.load(self.ns, self.name).location()
+        rows = self.catalog.session.sql(f"SELECT DISTINCT file_path FROM "
+                                        f"{qualified(self.catalog.catalog_name, self.ns, self.name)}.all_files")
+        foreign = foreign_files([r[0] for r in rows.collect()], location)
+        if foreign:
+            raise ForeignMirrorError(foreign_files_problem(f"{self.ns}.{self.name}", location, foreign,
+                                                           "dropping it to create it anew"))
+        self.catalog.drop(self.ns, self.name)
 
     def create(self) -> None:
         made_namespace = self.catalog.create_namespace(self.ns)
