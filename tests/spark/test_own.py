@@ -6,6 +6,7 @@ writer's independent model, not only exit codes."""
 import json
 import os
 import re
+import time
 
 import pytest
 from tests.spark.catalog_scenarios import (
@@ -442,6 +443,11 @@ def test_files_someone_committed_to_the_mirror_from_elsewhere_are_never_deleted(
     assert any("outside its location" in n and min(paths) in n for n in notes), notes
     lake.assert_mirror_matches("t", engines=ONE_READER)
     assert _source_rows(lake) == 20  # OLake's table reads whole
+    # The trigger starts no run for an expiry the job skips while the mirror is as it left it.
+    expiry = MaintenanceOptions(expire_mirror_hours=0)
+    freshness = Freshness(LocalTables(lake), "_cow", None, TableAsk())
+    check = freshness.check(lake.ns, ["t"], expiry, int(time.time() * 1000))["t"]
+    assert check.merge is None and "expire_mirror" not in check.due, check
 
     _source_files_appended_to_the_mirror(lake)
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")

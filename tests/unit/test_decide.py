@@ -4,6 +4,7 @@ import pytest
 
 from olake_cow.core.maintenance import (
     COMPACTED_PROPERTY,
+    EXPIRY_SKIPPED_PROPERTY,
     FOLDED_PROPERTY,
     MANIFEST_REWRITE_EVERY,
     MANIFESTS_PROPERTY,
@@ -97,6 +98,19 @@ def test_expiry_is_due_only_when_a_snapshot_is_older_than_the_retention():
     assert maintenance_due(opts, source, mirror, floor=source.snapshot(1), now_ms=NOW, dv=False) == []
     old_mirror = table(snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20))
     assert "expire_mirror" in maintenance_due(opts, source, old_mirror, None, NOW, dv=False)
+
+
+def test_a_mirror_expiry_the_job_skipped_is_not_due_again_until_the_mirror_moves_on():
+    """The job skips a mirror's expiry while its history references files outside its location
+    (spark/maintenance.py), and records the snapshot it skipped at: no run for it at every schedule."""
+    source = table(snap(1, 999))
+    opts = MaintenanceOptions(expire_mirror_hours=24)
+    snaps = (snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20))
+    assert maintenance_due(opts, source, table(*snaps, props={EXPIRY_SKIPPED_PROPERTY: "10"}), None, NOW,
+                           dv=False) == []
+    for skipped_at in ("9", None):  # the mirror moved on since, or never skipped
+        props = {EXPIRY_SKIPPED_PROPERTY: skipped_at} if skipped_at else {}
+        assert maintenance_due(opts, source, table(*snaps, props=props), None, NOW, dv=False) == ["expire_mirror"]
 
 
 def test_expiry_is_not_due_for_old_snapshots_a_branch_or_tag_keeps():

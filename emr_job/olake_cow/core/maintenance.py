@@ -172,6 +172,9 @@ FOLD_DUE_SHARE = 0.25  # folding is due when deletion vectors delete a quarter o
 COMPACTED_PROPERTY = "olake-cow.compacted-files"  # data files right after the last compaction
 FOLDED_PROPERTY = "olake-cow.folded-deletes"  # rows deletion vectors deleted right after the last fold
 MANIFESTS_PROPERTY = "olake-cow.manifests-rewritten-at"  # the current snapshot after the last manifest rewrite
+# The current snapshot when the mirror's expiry was last skipped because its history references files
+# outside its location (core/identity.py foreign_files): not due again until the mirror moves on.
+EXPIRY_SKIPPED_PROPERTY = "olake-cow.expiry-skipped-at"
 COMPACTED_GROWTH = 0.25  # due again with 25% more files (at least 2)
 
 
@@ -251,7 +254,8 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
     current = mirror.snapshot(mirror.current_id) if mirror.exists else None
     if current is None:
         return due
-    if m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours)):
+    if (m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours))
+            and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)):
         due.append("expire_mirror")
     files, records = current.summary_int(Summary.TOTAL_DATA_FILES), current.summary_int("total-records")
     deleted = current.summary_int(Summary.TOTAL_POS_DELETES)

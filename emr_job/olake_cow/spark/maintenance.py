@@ -11,6 +11,7 @@ from ..core.formats import FORMATS
 from ..core.identifiers import qualified, quote, sql_string
 from ..core.identity import foreign_files, foreign_files_problem
 from ..core.maintenance import (
+    EXPIRY_SKIPPED_PROPERTY,
     HOUR_MS,
     MaintenanceOptions,
     MaintenanceResult,
@@ -48,17 +49,18 @@ class Maintainer:
         rows = self.session.sql(f"SELECT file_path, file_size_in_bytes FROM {ident}.all_files").collect()
         return {r[0]: int(r[1]) for r in rows}
 
-    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> None:
+    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> bool:
         """Expire the table's snapshots older than `older_than_ms` (the current one is kept), which
         deletes every file only they reference, wherever it lies: skipped, with a note, while any
-        file of the table's history is not under its location (core/identity.py foreign_files)."""
+        file of the table's history is not under its location (core/identity.py foreign_files).
+        Returns whether it expired."""
         ident = qualified(self.catalog, ns, table)
         before_files = self._files(ident)
         location = self.tables.load(ns, table).location()
         foreign = foreign_files(before_files, location)
         if foreign:
             out.notes.append(foreign_files_problem(f"{ns}.{table}", location, foreign, "expiring its snapshots"))
-            return
+            return False
         before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
         self._call("expire_snapshots", {"table": self._table_arg(ns, table),
                                         "older_than": timestamp_literal(older_than_ms),
@@ -69,6 +71,7 @@ class Maintainer:
         out.snapshots_expired += int(before) - int(after)
         out.files_removed += len(gone)
         out.bytes_removed += sum(before_files[f] for f in gone)
+        return True
 
     def rewrite_manifests(self, ns: str, table: str, out: MaintenanceResult) -> None:
         rows = self._call("rewrite_manifests", {"table": self._table_arg(ns, table)})
@@ -155,6 +158,14 @@ def _record_left(catalog: IcebergCatalog, ns: str, name: str, state: TableState,
         catalog.set_properties(ns, name, changed)
 
 
+def _record_skipped_expiry(catalog: IcebergCatalog, ns: str, name: str) -> None:
+    """Record the snapshot at which the mirror's expiry was skipped (EXPIRY_SKIPPED_PROPERTY), so
+    the trigger starts no run for it at every schedule while the mirror stays as it is."""
+    state = catalog.state(ns, name)
+    if state.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(state.current_id):
+        catalog.set_properties(ns, name, {EXPIRY_SKIPPED_PROPERTY: str(state.current_id)})
+
+
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
                      fmt: MirrorFormat, out: MaintenanceResult) -> None:
     ns, name = pair.mirror_ns, pair.mirror
@@ -171,7 +182,8 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     if m.expire_mirror_hours is not None:
         # From now, not the run's start: with a retention shorter than the run, the snapshots of
         # this run's compaction and rewrite are older than asked too (the current one is kept).
-        worker.expire(ns, name, mirror_cutoff(int(time.time() * 1000), m.expire_mirror_hours), out)
+        if not worker.expire(ns, name, mirror_cutoff(int(time.time() * 1000), m.expire_mirror_hours), out):
+            _record_skipped_expiry(catalog, ns, name)
     after = catalog.state(ns, name)  # expiry keeps the current snapshot, whose totals are recorded
     if done:
         _record_left(catalog, ns, name, after, done)
