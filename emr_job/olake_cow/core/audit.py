@@ -26,6 +26,7 @@ from .errors import AuditError
 from .formats import FORMATS
 from .modes import MirrorFormat
 from .snapshots import Snapshot, Summary
+from .summary import TableResult
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,24 @@ def live_rows(snap: Snapshot) -> int:
 def replaced_rows(staged: Snapshot, counts: ChangeCounts, fmt: MirrorFormat) -> int:
     """Mirror rows the staged merge replaced or removed (matched rows), from its commit."""
     return FORMATS[fmt].replaced_rows(staged, counts.upserts)
+
+
+def count_published(result: TableResult, staged: Snapshot, counts: ChangeCounts, rebuild: bool,
+                    fmt: MirrorFormat) -> int:
+    """Add a published snapshot's rows and files to the table's result, as either engine reports a
+    publish (a rebuild's rows from its commit, a merge's from its change set). Returns the rows upserted."""
+    rewritten = staged.summary_int(Summary.DELETED_DATA_FILES)
+    upserted = staged.summary_int(Summary.ADDED_RECORDS) if rebuild else counts.upserts
+    result.rows_upserted += upserted
+    if not rebuild:
+        result.rows_deleted += counts.deletes
+        result.rows_replaced += replaced_rows(staged, counts, fmt)
+    result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
+    result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
+    result.files_rewritten += rewritten
+    result.files_read += rewritten
+    result.bytes_read += staged.summary_int(Summary.REMOVED_FILES_SIZE)
+    return upserted
 
 
 def forbidden_deletes(snap: Snapshot, fmt: MirrorFormat) -> List[str]:

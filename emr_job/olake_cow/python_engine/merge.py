@@ -6,7 +6,7 @@ sees it, and is one catalog commit: either engine can take over from it."""
 import os
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..core.audit import ChangeCounts, audit, live_rows, replaced_rows
+from ..core.audit import ChangeCounts, audit, count_published, live_rows, replaced_rows
 from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker, with_rejected
 from ..core.errors import AuditError
 from ..core.files import DATA
@@ -123,19 +123,7 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
     tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, DATA_CHECKPOINT_PROPERTY: step.target.wap_id,
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     tx.commit_transaction()
-    rewritten = staged.summary_int(Summary.DELETED_DATA_FILES)
-    if step.rebuild:
-        result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
-    else:
-        result.rows_upserted += counts.upserts
-        result.rows_deleted += counts.deletes
-        result.rows_replaced += replaced_rows(staged, counts, MirrorFormat.COW)
-    result.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
-    result.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
-    result.files_rewritten += rewritten
-    result.files_read += rewritten
-    result.bytes_read += staged.summary_int(Summary.REMOVED_FILES_SIZE)
-    return staged.summary_int(Summary.ADDED_RECORDS) if step.rebuild else counts.upserts
+    return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)
 
 
 def replaced_files(mirror: Any, state: TableState) -> List[Any]:

@@ -1,8 +1,10 @@
 """What lies under a table's folders, through the table's own FileIO (S3FileIO, S3 Tables,
 vended credentials; never a Hadoop file system): the folders Iceberg writes its files to, and
 whether a location already holds files before a mirror is created there."""
-from typing import List
+from typing import Dict, Iterable, List, Optional
 
+from ..core.identifiers import qualified
+from ..core.identity import foreign_files, foreign_files_problem
 from .catalog import IcebergCatalog, JavaObject, is_java_error
 
 
@@ -20,6 +22,21 @@ def file_folders(table: JavaObject) -> List[str]:
     props, base = table.properties(), str(table.location()).rstrip("/")
     return [str(props.get(key) or f"{base}/{folder}").rstrip("/")
             for key, folder in (("write.data.path", "data"), ("write.metadata.path", "metadata"))]
+
+
+def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
+    """Every data and delete file any snapshot of the table references -> its size."""
+    rows = catalog.session.sql(f"SELECT file_path, file_size_in_bytes FROM "
+                               f"{qualified(catalog.catalog_name, ns, table)}.all_files").collect()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def foreign_problem(catalog: IcebergCatalog, ns: str, table: str, paths: Iterable[str], what: str) -> Optional[str]:
+    """Why `what`, which deletes files the table's history references, is not done (None: every
+    one of `paths` lies under the table's location: core/identity.py foreign_files)."""
+    location = str(catalog.load(ns, table).location())
+    foreign = foreign_files(paths, location)
+    return foreign_files_problem(f"{ns}.{table}", location, foreign, what) if foreign else None
 
 
 def holds_files(catalog: IcebergCatalog, io: JavaObject, location: str) -> bool:

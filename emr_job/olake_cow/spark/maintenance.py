@@ -9,7 +9,6 @@ from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
 from ..core.formats import FORMATS
 from ..core.identifiers import qualified, quote, sql_string
-from ..core.identity import foreign_files, foreign_files_problem
 from ..core.maintenance import (
     EXPIRY_SKIPPED_PROPERTY,
     HOUR_MS,
@@ -24,7 +23,7 @@ from ..core.maintenance import (
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
-from .folders import file_folders, lists_by_prefix
+from .folders import all_files, file_folders, foreign_problem, lists_by_prefix
 
 if TYPE_CHECKING:
     from ..core.changesource import ChangeSource
@@ -45,28 +44,23 @@ class Maintainer:
         """The `table` argument of a procedure: a string literal, relative to the catalog."""
         return sql_string(f"{quote(ns)}.{quote(table)}")
 
-    def _files(self, ident: str) -> Dict[str, int]:
-        rows = self.session.sql(f"SELECT file_path, file_size_in_bytes FROM {ident}.all_files").collect()
-        return {r[0]: int(r[1]) for r in rows}
-
     def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> bool:
         """Expire the table's snapshots older than `older_than_ms` (the current one is kept), which
         deletes every file only they reference, wherever it lies: skipped, with a note, while any
         file of the table's history is not under its location (core/identity.py foreign_files).
         Returns whether it expired."""
         ident = qualified(self.catalog, ns, table)
-        before_files = self._files(ident)
-        location = self.tables.load(ns, table).location()
-        foreign = foreign_files(before_files, location)
-        if foreign:
-            out.notes.append(foreign_files_problem(f"{ns}.{table}", location, foreign, "expiring its snapshots"))
+        before_files = all_files(self.tables, ns, table)
+        problem = foreign_problem(self.tables, ns, table, before_files, "expiring its snapshots")
+        if problem:
+            out.notes.append(problem)
             return False
         before = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
         self._call("expire_snapshots", {"table": self._table_arg(ns, table),
                                         "older_than": timestamp_literal(older_than_ms),
                                         "retain_last": "1"})
         after = self.session.sql(f"SELECT count(*) FROM {ident}.snapshots").collect()[0][0]
-        after_files = self._files(ident)
+        after_files = all_files(self.tables, ns, table)
         gone = set(before_files) - set(after_files)
         out.snapshots_expired += int(before) - int(after)
         out.files_removed += len(gone)

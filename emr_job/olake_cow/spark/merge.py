@@ -5,7 +5,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..core.audit import ChangeCounts, audit, replaced_rows
+from ..core.audit import ChangeCounts, audit, count_published
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
 from ..core.identifiers import quote
@@ -127,18 +127,7 @@ class MirrorWriter:
             raise
         self.catalog.publish(self.ns, self.name, staged.snapshot_id, merge.target.wap_id,
                              {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
-        r, rewritten = self.result, staged.summary_int(Summary.DELETED_DATA_FILES)
-        if rebuild:
-            r.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
-        else:
-            r.rows_upserted += counts.upserts
-            r.rows_deleted += counts.deletes
-            r.rows_replaced += replaced_rows(staged, counts, fmt)
-        r.files_written += staged.summary_int(Summary.ADDED_DATA_FILES)
-        r.bytes_written += staged.summary_int(Summary.ADDED_FILES_SIZE)
-        r.files_rewritten += rewritten
-        r.files_read += rewritten
-        r.bytes_read += staged.summary_int(Summary.REMOVED_FILES_SIZE)
+        count_published(self.result, staged, counts, rebuild, fmt)
 
     def nothing_staged(self, counts: ChangeCounts, merge: Merge, rebuild: bool) -> None:
         """A write that staged nothing may only be one that had nothing to upsert (deletes of keys

@@ -5,12 +5,13 @@ from typing import Optional
 
 from ..core.errors import ForeignMirrorError, SchemaEvolutionError
 from ..core.formats import FORMATS
-from ..core.identifiers import MIRROR_SUFFIX, qualified
-from ..core.identity import foreign_files, foreign_files_problem, source_namespace_problem
+from ..core.identifiers import MIRROR_SUFFIX
+from ..core.identity import source_namespace_problem
 from ..core.mirror_props import kept_properties, new_mirror_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
+from .folders import all_files, foreign_problem
 from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
@@ -55,13 +56,10 @@ class MirrorTable:
     def _drop(self) -> None:
         """Drop the mirror and purge its files; refused (ForeignMirrorError, nothing dropped) while its
         history references files outside its location, which the purge would delete too."""
-        location = self.catalog.load(self.ns, self.name).location()
-        rows = self.catalog.session.sql(f"SELECT DISTINCT file_path FROM "
-                                        f"{qualified(self.catalog.catalog_name, self.ns, self.name)}.all_files")
-        foreign = foreign_files([r[0] for r in rows.collect()], location)
-        if foreign:
-            raise ForeignMirrorError(foreign_files_problem(f"{self.ns}.{self.name}", location, foreign,
-                                                           "dropping it to create it anew"))
+        problem = foreign_problem(self.catalog, self.ns, self.name, all_files(self.catalog, self.ns, self.name),
+                                  "dropping it to create it anew")
+        if problem:
+            raise ForeignMirrorError(problem)
         self.catalog.drop(self.ns, self.name)
 
     def create(self) -> None:
