@@ -456,3 +456,69 @@ def test_files_someone_committed_to_the_mirror_from_elsewhere_are_never_deleted(
     assert code == 2 and "outside its location" in result["error"] and "nothing was deleted" in result["error"], result
     assert lake.mirror("t").metadata_location == before  # not dropped
     assert _all_there(lake, paths) and _source_rows(lake) == 20
+
+
+def _aged(location):
+    """Every file under a local table location made older than any orphan age (2001), as the files
+    of a table OLake wrote last year are."""
+    root = location.split(":", 1)[-1] if location.startswith("file:") else location
+    root = "/" + root.lstrip("/")
+    for folder, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(folder, name), (1_000_000_000, 1_000_000_000))
+
+
+def _files_under(location):
+    root = "/" + (location.split(":", 1)[-1] if location.startswith("file:") else location).lstrip("/")
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(root) for n in names)
+
+
+@pytest.mark.parametrize("move", ["data-path", "location"])
+def test_orphan_removal_on_a_mirror_someone_pointed_at_olakes_folders_deletes_nothing_of_olakes(make_lake, destinations,
+                                                                                                  move):
+    """Someone points the mirror's data path (or its location) at OLake's table. The mirror's orphan
+    removal would list OLake's files there, none of which the mirror references, and delete every
+    one older than the age asked: it is skipped with a note naming why, and OLake's table keeps
+    every file and row."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    source = str(lake.tables.load(lake.ns, "t").location())
+    if move == "data-path":
+        lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.data.path'='{source}/data')")
+    else:
+        lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET LOCATION '{source}'")
+    kept = _files_under(source)
+    _aged(source)
+    code, result = lake.run_summary("--maintenance-only", "--remove-orphans-older-than", "24")
+    assert [p for p in kept if not os.path.exists(p)] == [], "OLake's files were deleted"
+    assert _source_rows(lake) == 20
+    assert code == 0, result
+    notes = result["maintenance"]["notes"]
+    assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
+
+
+def test_olakes_orphan_removal_never_deletes_a_truncate_mirrors_files_someone_wrote_into_its_folder(make_lake,
+                                                                                                   destinations):
+    """A truncate mirror is the only complete copy. Someone points its data path into OLake's data
+    folder: its next merge writes files there, which OLake's table does not reference. The source's
+    orphan removal (a truncate job maintains the source) would delete them: it is skipped with a
+    note, and the mirror keeps every file and row."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    source = str(lake.tables.load(lake.ns, "t").location())
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES "
+                          f"('write.data.path'='{source}/data/kept-by-the-mirror')")
+    lake.writer.commit("t", rows(20, 30))
+    assert lake.run() == 0
+    listed = lake.writer.spark.sql(f"SELECT file_path FROM {lake.mirror_q('t')}.files").collect()
+    mirror_files = [str(r[0]) for r in listed]
+    assert any("kept-by-the-mirror" in p for p in mirror_files)
+    _aged(source)
+    code, result = lake.run_summary("--maintenance-only", "--remove-orphans-older-than", "24")
+    assert code == 0, result
+    assert [p for p in mirror_files if not os.path.exists(p.split(":", 1)[-1])] == [], "the mirror's files were deleted"
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    notes = result["maintenance"]["notes"]
+    assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes

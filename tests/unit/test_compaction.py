@@ -49,7 +49,7 @@ def _mirror(files, size, props=None):
 def _compaction_target(state):
     session, catalog = _Session(), _Catalog(state)
     _maintain_mirror(Maintainer(session, "lake", catalog), catalog, TablePair("s", "t", "s_cow", "t"),
-                     MaintenanceOptions(compact_files=True), MirrorFormat.COW, MaintenanceResult())
+                     MaintenanceOptions(compact_files=True), MirrorFormat.COW, MaintenanceResult(), ("s", "t"))
     # The files it left are recorded, so that the due rule waits for more (the fake rewrites nothing).
     assert catalog.properties_set == {COMPACTED_PROPERTY: state.snapshot(7).summary["total-data-files"],
                                       FOLDED_PROPERTY: "0"}

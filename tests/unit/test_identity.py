@@ -6,9 +6,11 @@ from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPE
 from olake_cow.core.identity import (
     MADE_BY,
     MADE_BY_PROPERTY,
+    Ground,
     Owner,
     delete_mode_change,
     foreign_change,
+    ground_problem,
     location_problem,
     ownership,
     source_problem,
@@ -92,6 +94,42 @@ def test_a_mirror_location_inside_its_source_is_refused(location, inside):
     source = "s3://lake/wh/sales/t" if location.startswith("s3") else "file:/wh/sales/t"
     problem = location_problem(location, source, "sales_cow.t_cow")
     assert (problem is None) if inside is None else (inside in problem)
+
+
+SOURCE = Ground("sales.t", "s3://lake/wh/sales/t", ("s3://lake/wh/sales/t/data", "s3://lake/wh/sales/t/metadata"),
+                ("s3://lake/wh/sales/t/data/a.parquet",))
+
+
+def mirror_ground(location="s3a://lake/cow/t_cow", data=None, metadata=None, files=()):
+    folders = (data or f"{location}/data", metadata or f"{location}/metadata")
+    return Ground("sales_cow.t_cow", location, folders, tuple(files) or (f"{location}/data/m.parquet",))
+
+
+@pytest.mark.parametrize("mine, other, found", [
+    (mirror_ground(), SOURCE, None),
+    (mirror_ground(), None, None),
+    (SOURCE, mirror_ground(), None),
+    # someone points the mirror's data path at OLake's data folder, or moves the mirror onto OLake's table
+    (mirror_ground(data="s3://lake/wh/sales/t/data"), SOURCE, "outside its location"),
+    (mirror_ground(data="s3://lake/wh/sales/t/data/x"), None, "outside its location"),
+    (mirror_ground("s3://lake/wh/sales/t", files=("s3://lake/wh/sales/t/data/m.parquet",)), SOURCE,
+     "lie in one another"),
+    # ... or the mirror's location somewhere inside OLake's folders: the source's orphans would take it
+    (SOURCE, mirror_ground("s3://lake/wh/sales/t/data/cow", files=("s3://lake/wh/sales/t/data/cow/data/m.parquet",)),
+     "lie in one another"),
+    (SOURCE, Ground("sales_cow.t_cow", "s3://lake/cow/t_cow", ("s3://lake/cow/t_cow/data",),
+                    ("s3://lake/wh/sales/t/data/m.parquet",)), "lies in its folders"),
+    # a moved table: its files lie outside its new location
+    (mirror_ground("s3://lake/elsewhere/t_cow", files=("s3://lake/cow/t_cow/data/m.parquet",)), SOURCE,
+     "outside its location"),
+    # one place spelled two ways is one place; a sibling sharing a name's prefix is not inside it
+    (mirror_ground("s3a://lake/wh/sales/t", files=("s3://lake/wh/sales/t/data/m.parquet",)), SOURCE,
+     "lie in one another"),
+    (mirror_ground("s3://lake/wh/sales/t_cow"), SOURCE, None),
+])
+def test_files_are_deleted_only_on_a_tables_own_ground(mine, other, found):
+    problem = ground_problem(mine, "removing its orphan files", other)
+    assert (problem is None) if found is None else (found in problem and "nothing was deleted" in problem), problem
 
 
 def test_sources_without_a_string_olake_id_are_skipped_or_refused():

@@ -19,7 +19,7 @@ repaired: merged again from the newest checkpoint its history proves, or rebuilt
 import logging
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable, List, Optional
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
@@ -301,10 +301,57 @@ def foreign_files(paths: Iterable[str], location: str) -> List[str]:
 def foreign_files_problem(name: str, location: str, files: List[str], what: str) -> str:
     """Why `what` is not done to table `name`: its snapshots reference `files` outside `location`."""
     return (f"{name}'s snapshots reference {len(files)} file(s) outside its location {location} (the first: "
-            f"{files[0]}), which someone committed to it: {what} would delete them, and they may be another "
-            "table's data, so nothing was deleted. Take that commit out of the table's history without "
-            "deleting files (roll back before it if it is current, then expire with Iceberg's "
-            "ExpireSnapshots.cleanExpiredFiles(false)), or drop the table yourself without purging it")
+            f"{files[0]}), which someone committed to it (or it held before someone moved it): {what} would "
+            "delete them, and they may be another table's data, so nothing was deleted. Take that commit out "
+            "of the table's history without deleting files (roll back before it if it is current, then expire "
+            "with Iceberg's ExpireSnapshots.cleanExpiredFiles(false)), or drop the table yourself without purging it")
+
+
+@dataclass(frozen=True)
+class Ground:
+    """Where a table keeps its files: its location, the folders it writes data and metadata to, and
+    every file its history references."""
+
+    name: str
+    location: str
+    folders: Tuple[str, ...] = ()
+    files: Tuple[str, ...] = ()
+
+    @property
+    def places(self) -> Tuple[str, ...]:
+        return (self.location, *self.folders)
+
+
+def _under(path: str, root: str) -> bool:
+    return (comparable_location(path).rstrip("/") + "/").startswith(comparable_location(root).rstrip("/") + "/")
+
+
+def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> Optional[str]:
+    """Why `what`, which deletes files of table `mine` (its expiry, a purging drop, orphan removal),
+    is not done (None: its ground is its own). Only what lies under the table's location is its own:
+    a file its history references or a folder it writes to that lies elsewhere may be another
+    table's. `other` is the other table of its pair (a mirror's source, a source's mirror): a place
+    of either lying in a place of the other, or a file of the other's history in one of its folders,
+    means files there may be the other's (someone moved a table onto the other's folders)."""
+    foreign = foreign_files(mine.files, mine.location)
+    if foreign:
+        return foreign_files_problem(mine.name, mine.location, foreign, what)
+    outside = [f for f in mine.folders if not _under(f, mine.location)]
+    if outside:
+        return (f"{mine.name} writes its files to {outside[0]}, outside its location {mine.location} (someone set "
+                f"its write.data.path or write.metadata.path): {what} would delete files there that may be another "
+                "table's, so nothing was deleted. Unset that property to let the job maintain the table")
+    if other is None:
+        return None
+    shared = [(a, b) for a in mine.places for b in other.places if _under(a, b) or _under(b, a)]
+    theirs = [f for f in other.files if any(_under(f, folder) for folder in mine.folders)]
+    if shared or theirs:
+        where = (f"its {shared[0][0]} and {other.name}'s {shared[0][1]} lie in one another" if shared else
+                 f"{other.name}'s file {theirs[0]} lies in its folders")
+        return (f"{mine.name}: {where} (someone moved a table onto the other's folders): {what} would delete "
+                f"files of {other.name}, so nothing was deleted. Give each table its own location back "
+                "(ALTER TABLE ... SET LOCATION, UNSET TBLPROPERTIES) to let the job maintain them")
+    return None
 
 
 def occupied_location_problem(name: str, location: str) -> str:

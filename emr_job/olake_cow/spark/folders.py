@@ -1,10 +1,10 @@
 """What lies under a table's folders, through the table's own FileIO (S3FileIO, S3 Tables,
 vended credentials; never a Hadoop file system): the folders Iceberg writes its files to, and
 whether a location already holds files before a mirror is created there."""
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..core.identifiers import qualified
-from ..core.identity import foreign_files, foreign_files_problem
+from ..core.identity import Ground, ground_problem
 from .catalog import IcebergCatalog, JavaObject, is_java_error
 
 
@@ -16,12 +16,17 @@ def lists_by_prefix(catalog: IcebergCatalog, io: JavaObject) -> bool:
     return bool(kind.isInstance(io))
 
 
+# Where Iceberg's default location provider writes data files, first set first (the last two are
+# older spellings Iceberg still honours); metadata files go to write.metadata.path or metadata/.
+DATA_PATH_PROPERTIES = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
+
+
 def file_folders(table: JavaObject) -> List[str]:
     """The folders the table's data and metadata files are written to (Iceberg's own layout, or
-    the write.data.path / write.metadata.path the table sets)."""
+    the paths the table's properties set)."""
     props, base = table.properties(), str(table.location()).rstrip("/")
-    return [str(props.get(key) or f"{base}/{folder}").rstrip("/")
-            for key, folder in (("write.data.path", "data"), ("write.metadata.path", "metadata"))]
+    data = next((str(props.get(k)) for k in DATA_PATH_PROPERTIES if props.get(k)), f"{base}/data")
+    return [data.rstrip("/"), str(props.get("write.metadata.path") or f"{base}/metadata").rstrip("/")]
 
 
 def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
@@ -31,12 +36,19 @@ def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def foreign_problem(catalog: IcebergCatalog, ns: str, table: str, paths: Iterable[str], what: str) -> Optional[str]:
-    """Why `what`, which deletes files the table's history references, is not done (None: every
-    one of `paths` lies under the table's location: core/identity.py foreign_files)."""
-    location = str(catalog.load(ns, table).location())
-    foreign = foreign_files(paths, location)
-    return foreign_files_problem(f"{ns}.{table}", location, foreign, what) if foreign else None
+def ground(catalog: IcebergCatalog, ns: str, table: str, files: Optional[Iterable[str]] = None) -> Ground:
+    """Where the table keeps its files (core/identity.py Ground); `files`: its all_files, if read."""
+    t = catalog.load(ns, table)
+    held = all_files(catalog, ns, table) if files is None else files
+    return Ground(f"{ns}.{table}", str(t.location()), tuple(file_folders(t)), tuple(held))
+
+
+def ground_problem_of(catalog: IcebergCatalog, ns: str, table: str, what: str,
+                      other: Optional[Tuple[str, str]], files: Optional[Iterable[str]] = None) -> Optional[str]:
+    """Why `what`, which deletes files of the table, is not done (None: its ground is its own, and
+    not that of `other`, the other table of its pair, if it exists): core/identity.py ground_problem."""
+    theirs = ground(catalog, *other) if other is not None else None
+    return ground_problem(ground(catalog, ns, table, files), what, theirs)
 
 
 def holds_files(catalog: IcebergCatalog, io: JavaObject, location: str) -> bool:

@@ -3,7 +3,7 @@
 deletion vectors and orphan-file removal."""
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
@@ -23,7 +23,7 @@ from ..core.maintenance import (
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
-from .folders import all_files, file_folders, foreign_problem, lists_by_prefix
+from .folders import all_files, file_folders, ground_problem_of, lists_by_prefix
 
 if TYPE_CHECKING:
     from ..core.changesource import ChangeSource
@@ -44,14 +44,15 @@ class Maintainer:
         """The `table` argument of a procedure: a string literal, relative to the catalog."""
         return sql_string(f"{quote(ns)}.{quote(table)}")
 
-    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult) -> bool:
+    def expire(self, ns: str, table: str, older_than_ms: int, out: MaintenanceResult,
+               other: Optional[Tuple[str, str]]) -> bool:
         """Expire the table's snapshots older than `older_than_ms` (the current one is kept), which
-        deletes every file only they reference, wherever it lies: skipped, with a note, while any
-        file of the table's history is not under its location (core/identity.py foreign_files).
-        Returns whether it expired."""
+        deletes every file only they reference, wherever it lies: skipped, with a note, while its
+        ground is not its own (core/identity.py ground_problem; `other`: the other table of its
+        pair, if it exists). Returns whether it expired."""
         ident = qualified(self.catalog, ns, table)
         before_files = all_files(self.tables, ns, table)
-        problem = foreign_problem(self.tables, ns, table, before_files, "expiring its snapshots")
+        problem = ground_problem_of(self.tables, ns, table, "expiring its snapshots", other, before_files)
         if problem:
             out.notes.append(problem)
             return False
@@ -91,7 +92,15 @@ class Maintainer:
                                                  "options": f"map({text})"})
         out.files_folded += sum(int(r.get("rewritten_data_files_count") or 0) for r in rows)
 
-    def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult) -> None:
+    def orphans(self, ns: str, table: str, older_than_ms: int, dry_run: bool, out: MaintenanceResult,
+                other: Optional[Tuple[str, str]]) -> None:
+        """Remove the files in the table's folders that no snapshot references, older than
+        `older_than_ms`: skipped, with a note, while its ground is not its own (a folder moved onto
+        `other`'s, the other table of its pair, would lose that table's files)."""
+        problem = ground_problem_of(self.tables, ns, table, "removing its orphan files", other)
+        if problem:
+            out.notes.append(problem)
+            return
         args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms),
                 "dry_run": "true" if dry_run else "false"}
         t = self.tables.load(ns, table)
@@ -120,6 +129,9 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
              say: Callable[..., None]) -> Dict[str, Any]:
     """Maintain one source/mirror pair after its merges; returns the summary's `maintenance` part."""
     out, worker = MaintenanceResult(), Maintainer(session, catalog.catalog_name, catalog)
+    # Each table's ground is checked against the other's before anything deletes its files.
+    mirror_pair = (pair.mirror_ns, pair.mirror) if mirror.exists else None
+    source_pair = (pair.source_ns, pair.source) if source.exists else None
     now_ms = int(time.time() * 1000)
     if m.expire_source_hours is not None:
         cutoff, note = source_cutoff(now_ms, m.expire_source_hours, changes.expiry_floor(source, mirror))
@@ -127,15 +139,15 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
             out.notes.append(note)
             say("%s", note)
         if cutoff is not None:
-            worker.expire(pair.source_ns, pair.source, cutoff, out)
+            worker.expire(pair.source_ns, pair.source, cutoff, out, mirror_pair)
     if mirror.exists:
-        _maintain_mirror(worker, catalog, pair, m, fmt, out)
+        _maintain_mirror(worker, catalog, pair, m, fmt, out, source_pair)
     if m.remove_orphans_hours is not None:
         older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
         if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
-            worker.orphans(pair.source_ns, pair.source, older, m.orphans_dry_run, out)
+            worker.orphans(pair.source_ns, pair.source, older, m.orphans_dry_run, out, mirror_pair)
         if mirror.exists:
-            worker.orphans(pair.mirror_ns, pair.mirror, older, m.orphans_dry_run, out)
+            worker.orphans(pair.mirror_ns, pair.mirror, older, m.orphans_dry_run, out, source_pair)
     say("maintenance: %d snapshot(s) expired, %d file(s) / %d bytes removed, %d manifest(s) rewritten, "
         "%d file(s) compacted, %d folded, %d orphan file(s)%s", out.snapshots_expired, out.files_removed,
         out.bytes_removed, out.manifests_rewritten, out.files_compacted, out.files_folded, len(out.orphan_files),
@@ -161,7 +173,7 @@ def _record_skipped_expiry(catalog: IcebergCatalog, ns: str, name: str) -> None:
 
 
 def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePair, m: MaintenanceOptions,
-                     fmt: MirrorFormat, out: MaintenanceResult) -> None:
+                     fmt: MirrorFormat, out: MaintenanceResult, source: Optional[Tuple[str, str]]) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
     if m.compact_files:
@@ -176,7 +188,8 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     if m.expire_mirror_hours is not None:
         # From now, not the run's start: with a retention shorter than the run, the snapshots of
         # this run's compaction and rewrite are older than asked too (the current one is kept).
-        if not worker.expire(ns, name, mirror_cutoff(int(time.time() * 1000), m.expire_mirror_hours), out):
+        if not worker.expire(ns, name, mirror_cutoff(int(time.time() * 1000), m.expire_mirror_hours), out,
+                             source):
             _record_skipped_expiry(catalog, ns, name)
     after = catalog.state(ns, name)  # expiry keeps the current snapshot, whose totals are recorded
     if done:
