@@ -498,12 +498,14 @@ def test_orphan_removal_on_a_mirror_someone_pointed_at_olakes_folders_deletes_no
     assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
 
 
-def test_olakes_orphan_removal_never_deletes_a_truncate_mirrors_files_someone_wrote_into_its_folder(make_lake,
-                                                                                                   destinations):
+def test_a_truncate_mirror_pointed_into_olakes_folder_writes_nothing_there_and_olakes_orphan_removal_spares_it(
+        make_lake, destinations):
     """A truncate mirror is the only complete copy. Someone points its data path into OLake's data
-    folder: its next merge writes files there, which OLake's table does not reference. The source's
-    orphan removal (a truncate job maintains the source) would delete them: it is skipped with a
-    note, and the mirror keeps every file and row."""
+    folder, where an orphan removal of OLake's table would delete its files: the next run is refused
+    (exit 1, nothing written or truncated), and the trigger says so. Someone then compacts the mirror
+    with that path set (a rewrite keeps the mirror the job's): its files are now in OLake's folder,
+    and the source's orphan removal (a truncate job maintains the source) is skipped with a note.
+    Unsetting the path resumes, and the mirror holds every row."""
     lake = make_lake(destinations["jdbc"], "jdbc", "truncate")
     make(lake)
     assert lake.run() == 0
@@ -511,14 +513,23 @@ def test_olakes_orphan_removal_never_deletes_a_truncate_mirrors_files_someone_wr
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES "
                           f"('write.data.path'='{source}/data/kept-by-the-mirror')")
     lake.writer.commit("t", rows(20, 30))
-    assert lake.run() == 0
+    before = lake.mirror("t").metadata_location
+    code, result = lake.run_summary()
+    assert code == 1 and "in OLake's table's" in result["error"], result
+    assert "nothing was written or truncated" in result["error"], result
+    assert lake.mirror("t").metadata_location == before and _source_rows(lake) == 10  # the change set not truncated
+    assert trigger_check(lake).blocked
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rewrite_data_files(table => '{lake.cow_ns}.t_cow', "
+                          "options => map('rewrite-all', 'true'))")
     listed = lake.writer.spark.sql(f"SELECT file_path FROM {lake.mirror_q('t')}.files").collect()
     mirror_files = [str(r[0]) for r in listed]
-    assert any("kept-by-the-mirror" in p for p in mirror_files)
+    assert mirror_files and all("kept-by-the-mirror" in p for p in mirror_files), mirror_files
     _aged(source)
     code, result = lake.run_summary("--maintenance-only", "--remove-orphans-older-than", "24")
     assert code == 0, result
     assert [p for p in mirror_files if not os.path.exists(p.split(":", 1)[-1])] == [], "the mirror's files were deleted"
-    lake.assert_mirror_matches("t", engines=ONE_READER)
     notes = result["maintenance"]["notes"]
     assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} UNSET TBLPROPERTIES ('write.data.path')")
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)

@@ -1,5 +1,7 @@
 """Whose table is at a mirror's name, and whether its current snapshot is what the job left, on
 literal metadata records (core/identity.py)."""
+import dataclasses
+
 import pytest
 
 from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker
@@ -12,10 +14,14 @@ from olake_cow.core.identity import (
     foreign_change,
     ground_problem,
     location_problem,
+    mirror_ground_problem,
     ownership,
     source_problem,
 )
+from olake_cow.core.modes import SourceMode
+from olake_cow.core.planner import TableAsk, plan_table
 from olake_cow.core.snapshots import MISSING, Snapshot, TableState
+from olake_cow.core.steps import Blocked
 
 pytestmark = pytest.mark.unit
 M1, M2 = Marker("u", 10, 1).wap_id, Marker("u", 20, 2).wap_id
@@ -130,6 +136,38 @@ def mirror_ground(location="s3a://lake/cow/t_cow", data=None, metadata=None, fil
 def test_files_are_deleted_only_on_a_tables_own_ground(mine, other, found):
     problem = ground_problem(mine, "removing its orphan files", other)
     assert (problem is None) if found is None else (found in problem and "nothing was deleted" in problem), problem
+
+
+def _placed(location, **props):
+    return TableState(True, "u", None, (), props, location="s3://lake/" + location)
+
+
+@pytest.mark.parametrize("mirror_state, found", [
+    (_placed("cow/t_cow"), False),
+    (_placed("cow/t_cow", **{"write.data.path": "s3://lake/wh/sales/t/data/mine"}), True),
+    (_placed("cow/t_cow", **{"write.folder-storage.path": "s3a://lake/wh/sales/t"}), True),
+    (_placed("cow/t_cow", **{"write.metadata.path": "s3://lake/wh/sales/t/metadata"}), True),
+    (_placed("wh/sales/t"), True),  # moved onto OLake's table
+    (_placed("wh/sales"), True),  # OLake's table inside the mirror's folders
+    (_placed("wh/sales/t_cow"), False),
+    (TableState(False), False),
+])
+def test_a_mirror_writing_into_olakes_folders_is_found_from_metadata(mirror_state, found):
+    source = _placed("wh/sales/t")
+    assert (mirror_ground_problem(source, mirror_state) is not None) == found
+
+
+def test_a_truncate_mirror_writing_into_olakes_folders_is_blocked_before_anything_is_written():
+    source = TableState(True, "u", 5, (snap(5, None, "append"),), {}, location="s3://lake/wh/sales/t")
+    placed = mirror(snap(1, None, wap=M1), **{DATA_CHECKPOINT_PROPERTY: M1, CHECKPOINT_PROPERTY: M1})
+    apart = dataclasses.replace(placed, location="s3://lake/cow/t_cow")
+    assert not isinstance(plan_table(source, apart, SourceMode.TRUNCATE, TableAsk()), Blocked)
+    placed = mirror(snap(1, None, wap=M1), **{DATA_CHECKPOINT_PROPERTY: M1, CHECKPOINT_PROPERTY: M1,
+                                              "write.data.path": "s3://lake/wh/sales/t/data/x"})
+    step = plan_table(source, dataclasses.replace(placed, location="s3://lake/cow/t_cow"), SourceMode.TRUNCATE,
+                      TableAsk())
+    assert isinstance(step, Blocked) and "in OLake's table's s3://lake/wh/sales/t" in step.reason, step
+    assert "nothing was written or truncated" in step.reason
 
 
 def test_sources_without_a_string_olake_id_are_skipped_or_refused():

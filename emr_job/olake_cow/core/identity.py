@@ -19,7 +19,7 @@ repaired: merged again from the newest checkpoint its history proves, or rebuilt
 import logging
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Mapping, Optional, Tuple
 
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
@@ -305,6 +305,38 @@ def foreign_files_problem(name: str, location: str, files: List[str], what: str)
             "delete them, and they may be another table's data, so nothing was deleted. Take that commit out "
             "of the table's history without deleting files (roll back before it if it is current, then expire "
             "with Iceberg's ExpireSnapshots.cleanExpiredFiles(false)), or drop the table yourself without purging it")
+
+
+# Where Iceberg's default location provider writes data files, first set first (the last two are
+# older spellings Iceberg still honours); metadata files go to write.metadata.path or metadata/.
+DATA_PATH_PROPERTIES = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
+
+
+def table_folders(location: str, properties: Mapping[str, str]) -> Tuple[str, str]:
+    """The folders a table at `location` writes its data and metadata files to."""
+    base = location.rstrip("/")
+    data = next((str(properties[k]) for k in DATA_PATH_PROPERTIES if properties.get(k)), f"{base}/data")
+    return data.rstrip("/"), str(properties.get("write.metadata.path") or f"{base}/metadata").rstrip("/")
+
+
+def state_places(table: TableState) -> Tuple[str, ...]:
+    """A table's location and the folders it writes to, from its metadata (none if not known)."""
+    return (table.location, *table_folders(table.location, table.properties)) if table.location else ()
+
+
+def mirror_ground_problem(source: TableState, mirror: TableState) -> Optional[str]:
+    """Why the mirror's files would land on OLake's ground (someone pointed its write.data.path, or
+    its location, into OLake's table's folders), where an orphan removal of OLake's table (OLake's,
+    a catalog's optimizer, this job's) would delete them. None: their places are apart."""
+    if not (source.exists and mirror.exists):
+        return None
+    for mine in state_places(mirror):
+        for theirs in state_places(source):
+            if _under(mine, theirs) or _under(theirs, mine):
+                return (f"the mirror writes its files to {mine}, in OLake's table's {theirs} (someone set the "
+                        "mirror's write.data.path or location there), where an orphan removal of OLake's table "
+                        "would delete them")
+    return None
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,8 @@ class TableState:
     snapshots: Tuple[Snapshot, ...] = ()
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
     metadata_location: Optional[str] = None
+    # the table's location (its folders are under it unless its properties say otherwise)
+    location: Optional[str] = field(default=None, compare=False, hash=False)
     key_field_id: Optional[int] = None  # field id of `_olake_id` in the current schema
     key_type: str = "string"  # its Iceberg type ("string" in every table OLake writes)
     key_required: bool = True  # OLake's is required: no row can have a NULL key
@@ -226,6 +228,7 @@ def state_from_metadata(meta: Mapping[str, Any], metadata_location: Optional[str
         snapshots=snapshots_from_metadata(meta),
         properties=dict(meta.get("properties") or {}),
         metadata_location=metadata_location,
+        location=meta.get("location"),
         key_field_id=int(key["id"]) if key else None,
         key_type=str(key.get("type", "string")),
         key_required=bool(key.get("required", True)),

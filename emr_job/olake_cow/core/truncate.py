@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, staged_for
-from .identity import foreign_change, restore_advice
+from .identity import foreign_change, mirror_ground_problem, restore_advice
 from .snapshots import Snapshot, Summary, TableState, ancestors
 from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
 
@@ -86,6 +86,11 @@ def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild
         return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
                        "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "
                        + restore_advice(mirror))
+    ground = mirror_ground_problem(source, mirror)
+    if ground:
+        return Blocked(f"{ground}, and in truncate mode the mirror is the only complete copy: nothing was written or "
+                       "truncated. Unset that property (or set the mirror's location back) and run again; files the "
+                       "mirror already keeps there are safe from this job's orphan removal, not from others'")
     pos = _position(source, mirror, resume)
     if isinstance(pos, Blocked):
         return pos

@@ -4,7 +4,7 @@ whether a location already holds files before a mirror is created there."""
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..core.identifiers import qualified
-from ..core.identity import Ground, ground_problem
+from ..core.identity import Ground, ground_problem, table_folders
 from .catalog import IcebergCatalog, JavaObject, is_java_error
 
 
@@ -16,17 +16,9 @@ def lists_by_prefix(catalog: IcebergCatalog, io: JavaObject) -> bool:
     return bool(kind.isInstance(io))
 
 
-# Where Iceberg's default location provider writes data files, first set first (the last two are
-# older spellings Iceberg still honours); metadata files go to write.metadata.path or metadata/.
-DATA_PATH_PROPERTIES = ("write.data.path", "write.object-storage.path", "write.folder-storage.path")
-
-
 def file_folders(table: JavaObject) -> List[str]:
-    """The folders the table's data and metadata files are written to (Iceberg's own layout, or
-    the paths the table's properties set)."""
-    props, base = table.properties(), str(table.location()).rstrip("/")
-    data = next((str(props.get(k)) for k in DATA_PATH_PROPERTIES if props.get(k)), f"{base}/data")
-    return [data.rstrip("/"), str(props.get("write.metadata.path") or f"{base}/metadata").rstrip("/")]
+    """The folders the table's data and metadata files are written to (core/identity.py table_folders)."""
+    return list(table_folders(str(table.location()), dict(table.properties())))
 
 
 def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
