@@ -19,6 +19,7 @@ from tests.spark.catalog_scenarios import (
 )
 
 from olake_cow.cli import main as job_main
+from olake_cow.core.identity import comparable_location
 from olake_cow.core.maintenance import MaintenanceOptions
 from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import ancestors
@@ -458,19 +459,16 @@ def test_files_someone_committed_to_the_mirror_from_elsewhere_are_never_deleted(
     assert _all_there(lake, paths) and _source_rows(lake) == 20
 
 
+def _files_under(location):
+    """Every file under a local table location, as local paths."""
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(comparable_location(location)) for n in names)
+
+
 def _aged(location):
     """Every file under a local table location made older than any orphan age (2001), as the files
     of a table OLake wrote last year are."""
-    root = location.split(":", 1)[-1] if location.startswith("file:") else location
-    root = "/" + root.lstrip("/")
-    for folder, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(folder, name), (1_000_000_000, 1_000_000_000))
-
-
-def _files_under(location):
-    root = "/" + (location.split(":", 1)[-1] if location.startswith("file:") else location).lstrip("/")
-    return sorted(os.path.join(d, n) for d, _, names in os.walk(root) for n in names)
+    for path in _files_under(location):
+        os.utime(path, (1_000_000_000, 1_000_000_000))
 
 
 @pytest.mark.parametrize("move", ["data-path", "location"])
@@ -527,7 +525,8 @@ def test_a_truncate_mirror_pointed_into_olakes_folder_writes_nothing_there_and_o
     _aged(source)
     code, result = lake.run_summary("--maintenance-only", "--remove-orphans-older-than", "24")
     assert code == 0, result
-    assert [p for p in mirror_files if not os.path.exists(p.split(":", 1)[-1])] == [], "the mirror's files were deleted"
+    gone = [p for p in mirror_files if not os.path.exists(comparable_location(p))]
+    assert gone == [], "the mirror's files were deleted"
     notes = result["maintenance"]["notes"]
     assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} UNSET TBLPROPERTIES ('write.data.path')")

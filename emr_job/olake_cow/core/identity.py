@@ -277,15 +277,25 @@ def source_problem(source: TableState, name: str) -> Optional[SourceProblem]:
     return None
 
 
+def _under(path: str, root: str) -> bool:
+    """Whether `path` is `root` or lies in it (one spelling per place: comparable_location)."""
+    return (comparable_location(path).rstrip("/") + "/").startswith(comparable_location(root).rstrip("/") + "/")
+
+
+def _shared_places(mine: Iterable[str], theirs: Iterable[str]) -> List[Tuple[str, str]]:
+    """The pairs of a place of one table and a place of another that lie in one another."""
+    theirs = list(theirs)
+    return [(a, b) for a in mine for b in theirs if _under(a, b) or _under(b, a)]
+
+
 def location_problem(mirror_location: str, source_location: str, name: str) -> Optional[str]:
     """Why a new mirror may not live at `mirror_location`: inside its source table's location or its
     source namespace's folder (where OLake's tables and their orphan removal live)."""
-    mirror = comparable_location(mirror_location).rstrip("/") + "/"
     table = comparable_location(source_location).rstrip("/")
-    namespace = table.rsplit("/", 1)[0] + "/" if "/" in table.split("://", 1)[-1] else None
-    for folder, what in ((table + "/", "its source table"), (namespace, "its source namespace's folder")):
-        if folder and mirror.startswith(folder):
-            return (f"{name} would be created at {mirror_location}, inside {what} ({folder.rstrip('/')}): nothing "
+    namespace = table.rsplit("/", 1)[0] if "/" in table.split("://", 1)[-1] else None
+    for folder, what in ((table, "its source table"), (namespace, "its source namespace's folder")):
+        if folder and _under(mirror_location, folder):
+            return (f"{name} would be created at {mirror_location}, inside {what} ({folder}): nothing "
                     "was created. Give the mirrors a location of their own (--cow-base-location)")
     return None
 
@@ -294,8 +304,7 @@ def foreign_files(paths: Iterable[str], location: str) -> List[str]:
     """The files of `paths` that are not under table location `location`: files someone committed
     to the table from elsewhere (another table's data, OLake's too), which nothing that deletes the
     table's files (its snapshots' expiry, a drop that purges) may delete."""
-    root = comparable_location(location).rstrip("/") + "/"
-    return sorted(p for p in paths if not comparable_location(p).startswith(root))
+    return sorted(p for p in paths if not _under(p, location))
 
 
 def foreign_files_problem(name: str, location: str, files: List[str], what: str) -> str:
@@ -330,13 +339,12 @@ def mirror_ground_problem(source: TableState, mirror: TableState) -> Optional[st
     a catalog's optimizer, this job's) would delete them. None: their places are apart."""
     if not (source.exists and mirror.exists):
         return None
-    for mine in state_places(mirror):
-        for theirs in state_places(source):
-            if _under(mine, theirs) or _under(theirs, mine):
-                return (f"the mirror writes its files to {mine}, in OLake's table's {theirs} (someone set the "
-                        "mirror's write.data.path or location there), where an orphan removal of OLake's table "
-                        "would delete them")
-    return None
+    shared = _shared_places(state_places(mirror), state_places(source))
+    if not shared:
+        return None
+    mine, theirs = shared[0]
+    return (f"the mirror writes its files to {mine}, in OLake's table's {theirs} (someone set the mirror's "
+            "write.data.path or location there), where an orphan removal of OLake's table would delete them")
 
 
 @dataclass(frozen=True)
@@ -354,10 +362,6 @@ class Ground:
         return (self.location, *self.folders)
 
 
-def _under(path: str, root: str) -> bool:
-    return (comparable_location(path).rstrip("/") + "/").startswith(comparable_location(root).rstrip("/") + "/")
-
-
 def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> Optional[str]:
     """Why `what`, which deletes files of table `mine` (its expiry, a purging drop, orphan removal),
     is not done (None: its ground is its own). Only what lies under the table's location is its own:
@@ -368,14 +372,14 @@ def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> O
     foreign = foreign_files(mine.files, mine.location)
     if foreign:
         return foreign_files_problem(mine.name, mine.location, foreign, what)
-    outside = [f for f in mine.folders if not _under(f, mine.location)]
+    outside = foreign_files(mine.folders, mine.location)
     if outside:
         return (f"{mine.name} writes its files to {outside[0]}, outside its location {mine.location} (someone set "
                 f"its write.data.path or write.metadata.path): {what} would delete files there that may be another "
                 "table's, so nothing was deleted. Unset that property to let the job maintain the table")
     if other is None:
         return None
-    shared = [(a, b) for a in mine.places for b in other.places if _under(a, b) or _under(b, a)]
+    shared = _shared_places(mine.places, other.places)
     theirs = [f for f in other.files if any(_under(f, folder) for folder in mine.folders)]
     if shared or theirs:
         where = (f"its {shared[0][0]} and {other.name}'s {shared[0][1]} lie in one another" if shared else

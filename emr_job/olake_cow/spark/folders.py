@@ -28,19 +28,21 @@ def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def ground(catalog: IcebergCatalog, ns: str, table: str, files: Optional[Iterable[str]] = None) -> Ground:
-    """Where the table keeps its files (core/identity.py Ground); `files`: its all_files, if read."""
-    t = catalog.load(ns, table)
+def ground(catalog: IcebergCatalog, ns: str, table: str, files: Optional[Iterable[str]] = None,
+           loaded: Optional[JavaObject] = None) -> Ground:
+    """Where the table keeps its files (core/identity.py Ground); `files`: its all_files and
+    `loaded`: the table, if the caller has them."""
+    t = catalog.load(ns, table) if loaded is None else loaded
     held = all_files(catalog, ns, table) if files is None else files
     return Ground(f"{ns}.{table}", str(t.location()), tuple(file_folders(t)), tuple(held))
 
 
-def ground_problem_of(catalog: IcebergCatalog, ns: str, table: str, what: str,
-                      other: Optional[Tuple[str, str]], files: Optional[Iterable[str]] = None) -> Optional[str]:
-    """Why `what`, which deletes files of the table, is not done (None: its ground is its own, and
-    not that of `other`, the other table of its pair, if it exists): core/identity.py ground_problem."""
+def ground_problem_of(catalog: IcebergCatalog, mine: Ground, what: str,
+                      other: Optional[Tuple[str, str]]) -> Optional[str]:
+    """Why `what`, which deletes files of table `mine`, is not done (None: its ground is its own,
+    and not that of `other`, the other table of its pair, if it exists): core/identity.py ground_problem."""
     theirs = ground(catalog, *other) if other is not None else None
-    return ground_problem(ground(catalog, ns, table, files), what, theirs)
+    return ground_problem(mine, what, theirs)
 
 
 def holds_files(catalog: IcebergCatalog, io: JavaObject, location: str) -> bool:

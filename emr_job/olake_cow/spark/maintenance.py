@@ -23,7 +23,7 @@ from ..core.maintenance import (
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
-from .folders import all_files, file_folders, ground_problem_of, lists_by_prefix
+from .folders import all_files, ground, ground_problem_of, lists_by_prefix
 
 if TYPE_CHECKING:
     from ..core.changesource import ChangeSource
@@ -52,7 +52,8 @@ class Maintainer:
         pair, if it exists). Returns whether it expired."""
         ident = qualified(self.catalog, ns, table)
         before_files = all_files(self.tables, ns, table)
-        problem = ground_problem_of(self.tables, ns, table, "expiring its snapshots", other, before_files)
+        problem = ground_problem_of(self.tables, ground(self.tables, ns, table, before_files), "expiring its snapshots",
+                                    other)
         if problem:
             out.notes.append(problem)
             return False
@@ -97,19 +98,20 @@ class Maintainer:
         """Remove the files in the table's folders that no snapshot references, older than
         `older_than_ms`: skipped, with a note, while its ground is not its own (a folder moved onto
         `other`'s, the other table of its pair, would lose that table's files)."""
-        problem = ground_problem_of(self.tables, ns, table, "removing its orphan files", other)
+        t = self.tables.load(ns, table)
+        mine = ground(self.tables, ns, table, loaded=t)
+        problem = ground_problem_of(self.tables, mine, "removing its orphan files", other)
         if problem:
             out.notes.append(problem)
             return
         args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms),
                 "dry_run": "true" if dry_run else "false"}
-        t = self.tables.load(ns, table)
         if lists_by_prefix(self.tables, t.io()):
             # List through the table's FileIO (S3FileIO, S3 Tables, vended credentials), not Hadoop.
             args["prefix_listing"] = "true"
         # Only the folders Iceberg writes the table's files to: anything else under its location
         # (a file someone keeps beside it) is not the table's to remove, however old.
-        for folder in file_folders(t):
+        for folder in mine.folders:
             rows = self._call("remove_orphan_files", {**args, "location": sql_string(folder)})
             out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
 

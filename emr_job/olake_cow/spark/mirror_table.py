@@ -11,7 +11,7 @@ from ..core.mirror_props import kept_properties, new_mirror_properties
 from ..core.modes import DeleteMode, MirrorFormat, SourceMode
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
-from .folders import ground_problem_of
+from .folders import ground, ground_problem_of
 from .mirror_ddl import MirrorDDL
 
 log = logging.getLogger("olake_cow")
@@ -56,8 +56,8 @@ class MirrorTable:
     def _drop(self) -> None:
         """Drop the mirror and purge its files; refused (ForeignMirrorError, nothing dropped) while its
         ground is not its own (core/identity.py ground_problem): the purge would delete another's files."""
-        problem = ground_problem_of(self.catalog, self.ns, self.name, "dropping it to create it anew",
-                                    (self.source_ns, self.source))
+        problem = ground_problem_of(self.catalog, ground(self.catalog, self.ns, self.name),
+                                    "dropping it to create it anew", (self.source_ns, self.source))
         if problem:
             raise ForeignMirrorError(problem)
         self.catalog.drop(self.ns, self.name)
