@@ -65,8 +65,10 @@ class Freshness:
                 continue
             due: List[str] = []
             if maintenance.requested and source.exists:
-                due = maintenance_due(maintenance, source, mirror, for_mode(mode).expiry_floor(source, mirror),
-                                      now_ms, FORMATS[built_format(mirror) or DEFAULT_MIRROR_FORMAT].folds_deletes)
+                changes = for_mode(mode)
+                due = maintenance_due(maintenance, source, mirror, changes.expiry_floor(source, mirror), now_ms,
+                                      FORMATS[built_format(mirror) or DEFAULT_MIRROR_FORMAT].folds_deletes,
+                                      changes.writes_source)
             work = planner.has_work(step)
             lane = lane_refusal(source, mirror, mode, self.mirror_format, self.ask, self.budget) if work else None
             out[name] = TableCheck(type(step).__name__.lower() if work else None, tuple(due), spark_only=lane)

@@ -482,6 +482,7 @@ def test_orphan_removal_on_a_mirror_someone_pointed_at_olakes_folders_deletes_no
     make(lake)
     assert lake.run() == 0
     source = str(lake.tables.load(lake.ns, "t").location())
+    assert "remove_orphans" in _due_orphans(lake)
     if move == "data-path":
         lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.data.path'='{source}/data')")
     else:
@@ -494,6 +495,13 @@ def test_orphan_removal_on_a_mirror_someone_pointed_at_olakes_folders_deletes_no
     assert code == 0, result
     notes = result["maintenance"]["notes"]
     assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
+    # The trigger starts no run for what the job skips (and would for the pair moved apart)
+    assert "remove_orphans" not in _due_orphans(lake), "the trigger would start a run the job does nothing in"
+
+
+def _due_orphans(lake):
+    orphans = MaintenanceOptions(remove_orphans_hours=24)
+    return Freshness(LocalTables(lake), "_cow", None, TableAsk()).check(lake.ns, ["t"], orphans, 0)["t"].due
 
 
 def test_a_truncate_mirror_pointed_into_olakes_folder_writes_nothing_there_and_olakes_orphan_removal_spares_it(

@@ -1,5 +1,7 @@
 """The trigger's pure decisions (olake_trigger.decide) and the maintenance-due rules the job and the
 trigger share (olake_cow.maintenance.maintenance_due), on literal records."""
+import dataclasses
+
 import pytest
 
 from olake_cow.core.maintenance import (
@@ -111,6 +113,41 @@ def test_a_mirror_expiry_the_job_skipped_is_not_due_again_until_the_mirror_moves
     for skipped_at in ("9", None):  # the mirror moved on since, or never skipped
         props = {EXPIRY_SKIPPED_PROPERTY: skipped_at} if skipped_at else {}
         assert maintenance_due(opts, source, table(*snaps, props=props), None, NOW, dv=False) == ["expire_mirror"]
+
+
+def placed(state, location, **props):
+    return dataclasses.replace(state, location=location, properties={**state.properties, **props})
+
+
+@pytest.mark.parametrize("writes_source", [False, True])
+def test_what_deletes_files_is_not_due_on_ground_the_job_would_not_touch(writes_source):
+    """The job skips an expiry or orphan removal whose table's metadata shows ground not its own
+    (core/identity.py ground_problem): the trigger starts no run for it. Orphan removal of OLake's
+    table is the job's only when it writes the source (truncate mode)."""
+    opts = MaintenanceOptions(expire_source_hours=24, expire_mirror_hours=24, remove_orphans_hours=48)
+    source = placed(table(snap(1, 100), snap(2, 999, 1)), "s3://lake/sales/orders")
+    mirror = placed(table(snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20)),
+                    "s3://lake/sales_cow/orders_cow")
+    everything = ["expire_source", "remove_orphans", "expire_mirror"]
+
+    def due(state):
+        return maintenance_due(opts, source, state, source.snapshot(2), NOW, dv=False, writes_source=writes_source)
+
+    assert due(mirror) == everything
+    # someone pointed the mirror's data path (or its location) into OLake's table: nothing of the pair's
+    into_olake = [placed(mirror, mirror.location, **{"write.data.path": "s3a://lake/sales/orders/data"}),
+                  placed(mirror, "s3://lake/sales/orders")]
+    for moved in into_olake:
+        assert due(moved) == []
+    # the mirror writes outside its location: its own expiry and orphan removal are skipped, OLake's expiry is not
+    astray = placed(mirror, mirror.location, **{"write.object-storage.path": "s3://elsewhere/data"})
+    left = ["expire_source", "remove_orphans"] if writes_source else ["expire_source"]
+    assert due(astray) == left
+    # a sibling whose name starts alike is apart, and no mirror yet leaves OLake's table its own
+    sibling = placed(mirror, "s3://lake/sales/orders_cow")
+    assert due(sibling) == everything
+    alone = ["expire_source", "remove_orphans"] if writes_source else ["expire_source"]
+    assert due(TableState(False)) == alone
 
 
 def test_expiry_is_not_due_for_old_snapshots_a_branch_or_tag_keeps():

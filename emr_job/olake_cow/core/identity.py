@@ -390,6 +390,21 @@ def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> O
     return None
 
 
+def state_ground(table: TableState, name: str = "") -> Optional[Ground]:
+    """A table's ground as its metadata tells it: location and folders (its files are in its
+    manifests). None when the table or its location is not known."""
+    if not (table.exists and table.location):
+        return None
+    return Ground(name, table.location, table_folders(table.location, table.properties))
+
+
+def ground_known_foreign(table: TableState, other: TableState) -> bool:
+    """Whether ground_problem refuses to delete files of `table` (its pair's other table `other`) from
+    their metadata alone: the trigger starts no run for an expiry or orphan removal the job would skip."""
+    mine = state_ground(table)
+    return mine is not None and ground_problem(mine, "", state_ground(other)) is not None
+
+
 def occupied_location_problem(name: str, location: str) -> str:
     """Why no mirror is created at a location that already holds files."""
     return (f"{name} would be created at {location}, which already holds files: nothing was created. "

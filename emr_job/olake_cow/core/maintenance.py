@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .filesize import mirror_target_bytes, range_file_bytes
+from .identity import ground_known_foreign
 from .snapshots import Snapshot, Summary, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
@@ -243,20 +244,14 @@ def commits_since_manifest_rewrite(mirror: TableState) -> int:
 
 
 def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableState, floor: Optional[Snapshot],
-                    now_ms: int, dv: bool) -> List[str]:
+                    now_ms: int, dv: bool, writes_source: bool = False) -> List[str]:
     """The requested maintenance that has work on this table pair, judged from metadata alone.
-    `floor`: the oldest source snapshot the mirror needs (ChangeSource.expiry_floor)."""
-    due: List[str] = []
-    if m.expire_source_hours is not None and _older(source, source_cutoff(now_ms, m.expire_source_hours, floor)[0]):
-        due.append("expire_source")
-    if m.remove_orphans_hours is not None:
-        due.append("remove_orphans")  # no metadata tells; schedule it rarely, on its own
+    `floor`: the oldest source snapshot the mirror needs (ChangeSource.expiry_floor); `writes_source`:
+    the job maintains OLake's table too (truncate mode: its orphan removal)."""
+    due = _deleting_due(m, source, mirror, floor, now_ms, writes_source)
     current = mirror.snapshot(mirror.current_id) if mirror.exists else None
     if current is None:
         return due
-    if (m.expire_mirror_hours is not None and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours))
-            and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)):
-        due.append("expire_mirror")
     files, records = current.summary_int(Summary.TOTAL_DATA_FILES), current.summary_int("total-records")
     deleted = current.summary_int(Summary.TOTAL_POS_DELETES)
     size = current.summary_int(Summary.TOTAL_FILES_SIZE)
@@ -270,4 +265,24 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
         due.append("fold_deletes")
     if m.rewrite_manifests and commits_since_manifest_rewrite(mirror) >= MANIFEST_REWRITE_EVERY:
         due.append("rewrite_manifests")
+    return due
+
+
+def _deleting_due(m: MaintenanceOptions, source: TableState, mirror: TableState, floor: Optional[Snapshot],
+                  now_ms: int, writes_source: bool) -> List[str]:
+    """The expiries and orphan removal due. None is due on a table whose metadata shows ground not its
+    own (core/identity.py ground_problem): the job would skip it, at every schedule."""
+    due: List[str] = []
+    source_own = not ground_known_foreign(source, mirror)
+    mirror_own = mirror.exists and not ground_known_foreign(mirror, source)
+    if (m.expire_source_hours is not None and source_own
+            and _older(source, source_cutoff(now_ms, m.expire_source_hours, floor)[0])):
+        due.append("expire_source")
+    if m.remove_orphans_hours is not None and ((writes_source and source_own) or mirror_own):
+        due.append("remove_orphans")  # no metadata tells; schedule it rarely, on its own
+    current = mirror.snapshot(mirror.current_id) if mirror.exists else None
+    if (current is not None and m.expire_mirror_hours is not None and mirror_own
+            and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours))
+            and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)):
+        due.append("expire_mirror")
     return due
