@@ -504,6 +504,44 @@ def _due_orphans(lake):
     return Freshness(LocalTables(lake), "_cow", None, TableAsk()).check(lake.ns, ["t"], orphans, 0)["t"].due
 
 
+def test_orphan_removal_on_an_empty_mirror_moved_onto_another_tables_location_deletes_nothing_of_it(make_lake,
+                                                                                                    destinations):
+    """A mirror that never held a file (OLake's table holds no row) is moved onto a table outside its
+    pair. No file of its history lies outside its new location and the table is not its source, so
+    only what orphan removal lists tells: that table's metadata files. Nothing is deleted, with a
+    note; the table keeps every file and row, and the other mirror's orphan removal still runs."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    lake.writer.create_table("e", [("v", "int")])
+    lake.writer.commit("e", [], pure_deletes=["1"])  # a sync that deleted a row never mirrored
+    assert lake.run() == 0
+    assert lake.tables.state(lake.cow_ns, "e_cow").exists and not _files_under(_data_folder(lake, lake.cow_ns, "e_cow"))
+    spark, other = lake.writer.spark, f"{lake.catalog}.{lake.ns}_keep.kept"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {lake.catalog}.{lake.ns}_keep")
+    spark.sql(f"CREATE TABLE {other} (id int) USING iceberg")
+    spark.sql(f"INSERT INTO {other} VALUES (1), (2), (3)")
+    location = str(lake.tables.load(f"{lake.ns}_keep", "kept").location())
+    spark.sql(f"ALTER TABLE {lake.mirror_q('e')} SET LOCATION '{location}'")
+    kept = _files_under(location)
+    _aged(location)
+    stray = os.path.join(_data_folder(lake, lake.cow_ns, "t_cow"), "00000-stray-from-a-dead-writer.parquet")
+    with open(stray, "wb") as f:
+        f.write(b"PAR1 not really")
+    os.utime(stray, (1_000_000_000, 1_000_000_000))
+    code, result = lake.run_summary("--maintenance-only", "--remove-orphans-older-than", "24", table="e")
+    assert [p for p in kept if not os.path.exists(p)] == [], "the other table's files were deleted"
+    assert len(spark.sql(f"SELECT * FROM {other}").collect()) == 3
+    assert code == 0, result
+    notes = result["maintenance"]["notes"]
+    assert any("orphan removal would delete" in n and "nothing was deleted" in n for n in notes), notes
+    assert not os.path.exists(stray), "t_cow's own orphan was not removed"
+
+
+def _data_folder(lake, ns, table):
+    t = lake.tables.load(ns, table)
+    return comparable_location(str(t.location())) + "/data"
+
+
 def test_a_truncate_mirror_pointed_into_olakes_folder_writes_nothing_there_and_olakes_orphan_removal_spares_it(
         make_lake, destinations):
     """A truncate mirror is the only complete copy. Someone points its data path into OLake's data

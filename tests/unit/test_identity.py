@@ -12,7 +12,9 @@ from olake_cow.core.identity import (
     Owner,
     delete_mode_change,
     foreign_change,
+    foreign_metadata,
     ground_problem,
+    is_table_metadata,
     location_problem,
     mirror_ground_problem,
     ownership,
@@ -168,6 +170,26 @@ def test_a_truncate_mirror_writing_into_olakes_folders_is_blocked_before_anythin
                       TableAsk())
     assert isinstance(step, Blocked) and "in OLake's table's s3://lake/wh/sales/t" in step.reason, step
     assert "nothing was written or truncated" in step.reason
+
+
+def test_orphan_removal_is_the_tables_own_only_when_every_metadata_file_it_lists_is():
+    """What orphan removal listed shows another table in the folders: a metadata file of another
+    UUID, or one that cannot be read. The table's own (a commit that lost a race) are no sign."""
+    wh = "s3://lake/sales_cow/orders_cow/metadata"
+    named = [f"{wh}/v3.metadata.json", f"{wh}/00001-ab.gz.metadata.json", f"{wh}/snap-1-ab.avro",
+             f"{wh}/version-hint.text", "s3://lake/x.metadata.json/data/0.parquet"]
+    assert [is_table_metadata(p) for p in named] == [True, True, False, False, False]
+    own = [(f"{wh}/00002-lost-race.metadata.json", "u1")]
+    assert foreign_metadata("u1", own) is None and foreign_metadata("u1", []) is None
+    other = own + [(f"{wh}/00001-kept.metadata.json", "u2"), (f"{wh}/v9.metadata.json", None)]
+    assert foreign_metadata("u1", other) == (f"{wh}/00001-kept.metadata.json", "the metadata of table u2")
+    assert foreign_metadata("u1", other[2:]) == (f"{wh}/v9.metadata.json", "a table metadata file it cannot read")
+    assert foreign_metadata(None, own) is not None  # the table's own UUID unknown: nothing is proven
+
+    def endless():  # stops at the first foreign file, reads no more
+        yield f"{wh}/1.metadata.json", "u2"
+        raise AssertionError("read past the first foreign metadata file")
+    assert foreign_metadata("u1", endless())[0].endswith("/1.metadata.json")
 
 
 def test_sources_without_a_string_olake_id_are_skipped_or_refused():

@@ -405,6 +405,31 @@ def ground_known_foreign(table: TableState, other: TableState) -> bool:
     return mine is not None and ground_problem(mine, "", state_ground(other)) is not None
 
 
+def is_table_metadata(path: str) -> bool:
+    """Whether a file is named as Iceberg names a table metadata file (v3.metadata.json,
+    00001-<uuid>.metadata.json, .gz.metadata.json)."""
+    return path.rsplit("/", 1)[-1].endswith(".metadata.json")
+
+
+def foreign_metadata(uuid: Optional[str], found: Iterable[Tuple[str, Optional[str]]]) -> Optional[Tuple[str, str]]:
+    """The first of `found` (a table metadata file among the files orphan removal would delete, and
+    the UUID of the table it describes, None when it cannot be read) that is not of the table with
+    `uuid`: then another table keeps its files in this one's folders (someone moved a table onto
+    another's location, one that never held a file so that ground_problem could not tell), and
+    orphan removal would delete that table's files. (path, what it is); None: all are the table's own
+    (a commit that lost a race leaves its metadata file unreferenced)."""
+    for path, theirs in found:
+        if theirs is None or theirs != uuid:
+            return path, (f"the metadata of table {theirs}" if theirs else "a table metadata file it cannot read")
+    return None
+
+
+def foreign_metadata_problem(name: str, path: str, what: str) -> str:
+    return (f"{name}: orphan removal would delete {path}, {what}, not {name}'s: another table keeps its files in "
+            f"{name}'s folders (someone moved a table onto another's location), so nothing was deleted. Give "
+            "each table its own location back (ALTER TABLE ... SET LOCATION) to let the job maintain them")
+
+
 def occupied_location_problem(name: str, location: str) -> str:
     """Why no mirror is created at a location that already holds files."""
     return (f"{name} would be created at {location}, which already holds files: nothing was created. "

@@ -9,6 +9,7 @@ from ..core.audit import forbidden_deletes
 from ..core.errors import OlakeCowError
 from ..core.formats import FORMATS
 from ..core.identifiers import qualified, quote, sql_string
+from ..core.identity import foreign_metadata, foreign_metadata_problem, is_table_metadata
 from ..core.maintenance import (
     EXPIRY_SKIPPED_PROPERTY,
     HOUR_MS,
@@ -104,16 +105,34 @@ class Maintainer:
         if problem:
             out.notes.append(problem)
             return
-        args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms),
-                "dry_run": "true" if dry_run else "false"}
-        if lists_by_prefix(self.tables, t.io()):
+        io = t.io()
+        args = {"table": self._table_arg(ns, table), "older_than": timestamp_literal(older_than_ms), "dry_run": "true"}
+        if lists_by_prefix(self.tables, io):
             # List through the table's FileIO (S3FileIO, S3 Tables, vended credentials), not Hadoop.
             args["prefix_listing"] = "true"
         # Only the folders Iceberg writes the table's files to: anything else under its location
-        # (a file someone keeps beside it) is not the table's to remove, however old.
+        # (a file someone keeps beside it) is not the table's to remove, however old. Listed first,
+        # all of them, and deleted only once no listed file shows another table's.
+        listed: List[str] = []
         for folder in mine.folders:
             rows = self._call("remove_orphan_files", {**args, "location": sql_string(folder)})
-            out.orphan_files += [str(r.get("orphan_file_location")) for r in rows]
+            listed += [str(r.get("orphan_file_location")) for r in rows]
+        found = ((p, self._metadata_uuid(io, p)) for p in listed if is_table_metadata(p))
+        foreign = foreign_metadata(str(t.uuid()), found)
+        if foreign:
+            out.notes.append(foreign_metadata_problem(mine.name, *foreign))
+            return
+        out.orphan_files += listed
+        if not dry_run:
+            for path in listed:  # exactly the files checked above
+                io.deleteFile(path)
+
+    def _metadata_uuid(self, io: Any, path: str) -> Optional[str]:
+        """The UUID of the table a metadata file describes; None when it cannot be read as one."""
+        try:
+            return str(self.tables.iceberg.TableMetadataParser.read(io, path).uuid())
+        except Exception:  # noqa: BLE001 - unreadable: not proven the table's own
+            return None
 
 
 @dataclass(frozen=True)
