@@ -12,6 +12,7 @@ from olake_cow.core.identity import (
     Owner,
     delete_mode_change,
     foreign_change,
+    foreign_files_problem,
     foreign_metadata,
     ground_problem,
     is_table_metadata,
@@ -170,6 +171,15 @@ def test_a_truncate_mirror_writing_into_olakes_folders_is_blocked_before_anythin
                       TableAsk())
     assert isinstance(step, Blocked) and "in OLake's table's s3://lake/wh/sales/t" in step.reason, step
     assert "nothing was written or truncated" in step.reason
+
+
+def test_the_advice_on_files_outside_a_tables_location_never_costs_the_only_copy():
+    """The table may be a truncate mirror (the only complete copy) or OLake's own: the way out is to
+    move it back or take the commit out of its history, never to drop it."""
+    advice = foreign_files_problem("sales_cow.orders_cow", "s3://l/sales_cow/orders_cow",
+                                   ["s3://l/sales/orders/data/1.parquet"], "expiring its snapshots")
+    assert "nothing was deleted" in advice and "SET LOCATION" in advice and "cleanExpiredFiles(false)" in advice
+    assert "Do not drop the table" in advice and "drop" not in advice.replace("Do not drop the table", "").lower()
 
 
 def test_orphan_removal_is_the_tables_own_only_when_every_metadata_file_it_lists_is():

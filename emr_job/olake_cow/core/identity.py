@@ -311,9 +311,11 @@ def foreign_files_problem(name: str, location: str, files: List[str], what: str)
     """Why `what` is not done to table `name`: its snapshots reference `files` outside `location`."""
     return (f"{name}'s snapshots reference {len(files)} file(s) outside its location {location} (the first: "
             f"{files[0]}), which someone committed to it (or it held before someone moved it): {what} would "
-            "delete them, and they may be another table's data, so nothing was deleted. Take that commit out "
-            "of the table's history without deleting files (roll back before it if it is current, then expire "
-            "with Iceberg's ExpireSnapshots.cleanExpiredFiles(false)), or drop the table yourself without purging it")
+            "delete them, and they may be another table's data, so nothing was deleted. If someone moved the "
+            "table, set its location back (ALTER TABLE ... SET LOCATION); else take that commit out of the "
+            "table's history without deleting files (roll back before it if it is current, then expire with "
+            "Iceberg's ExpireSnapshots.cleanExpiredFiles(false)). Do not drop the table: a truncate mirror is the "
+            "only complete copy, and OLake's table is OLake's")
 
 
 # Where Iceberg's default location provider writes data files, first set first (the last two are
