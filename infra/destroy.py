@@ -7,7 +7,9 @@ touched). OLake's tables are never touched. What the stack does not own stays un
                            carries this stack's marker (make deploy writes it), holds no Iceberg metadata and
                            lies apart from the warehouse and every table; other objects there are kept and named
   --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and the data under each
-                           mirror table's own location (never a location that holds a source table)
+                           mirror table's own location (never a location that holds a source table); truncate-mode
+                           mirrors, the only complete copy of their tables' data, and their databases are kept
+  --remove-truncate-mirrors  with --remove-mirrors: truncate-mode mirrors too
   --remove-secret          the destination secret (Secrets Manager keeps it 7 days, then deletes it)
   --disable-bucket-events  EventBridge notifications of the warehouse bucket (other notifications stay)
 
@@ -35,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from infra import awsenv, ownership
 from olake_cow.core import identity
 from olake_cow.core.identifiers import MIRROR_NAMESPACE_SUFFIX, MIRROR_SUFFIX
-from olake_cow.core.snapshots import state_from_metadata
+from olake_cow.core.modes import holds_only_copy
+from olake_cow.core.snapshots import TableState, state_from_metadata
 
 if TYPE_CHECKING:  # typed clients (development stubs only)
     import boto3.session
@@ -82,27 +85,33 @@ class MirrorTable:
     drop: bool = True  # False: not the project's table; neither it nor its database is dropped
 
 
-def made_here(s3: "S3Client", ns: str, table: Dict) -> str:
+ONLY_COPY = ("a truncate-mode mirror, the only complete copy of its table's data (OLake's table holds only the "
+             "changes since the last run); add --remove-truncate-mirrors to drop it too")
+
+
+def made_here(s3: "S3Client", ns: str, table: Dict) -> Tuple[str, Optional[TableState]]:
     """Why a table of a mirror database is not one olake-cow made ("" when it is one: its metadata
-    carries the project's marker, or the olake-cow.* properties of an earlier version)."""
+    carries the project's marker, or the olake-cow.* properties of an earlier version), and its state."""
     params = table.get("Parameters") or {}
     metadata = params.get("metadata_location") or ""
     if str(params.get("table_type", "")).upper() != "ICEBERG" or not awsenv.uris.is_s3_uri(metadata):
-        return "not an Iceberg table in S3, so not made by olake-cow"
+        return "not an Iceberg table in S3, so not made by olake-cow", None
     bucket, key = awsenv.uris.split_s3(metadata)
     body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    meta = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    state = state_from_metadata(json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body))
     name = table["Name"]
     source = f"{ns}.{name[:-len(MIRROR_SUFFIX)]}" if name.endswith(MIRROR_SUFFIX) else ""
-    owner = identity.ownership(state_from_metadata(meta), source, f"{ns}{MIRROR_NAMESPACE_SUFFIX}.{name}")
-    return "" if owner.writable else "not made by olake-cow as a mirror of this namespace"
+    owner = identity.ownership(state, source, f"{ns}{MIRROR_NAMESPACE_SUFFIX}.{name}")
+    return ("" if owner.writable else "not made by olake-cow as a mirror of this namespace"), state
 
 
 def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership.Location,
-                 sources: List[Tuple[str, ownership.Location]], s3: "S3Client") -> List[MirrorTable]:
+                 sources: List[Tuple[str, ownership.Location]], s3: "S3Client",
+                 only_copies: bool = False) -> List[MirrorTable]:
     """The mirror tables of `namespaces` and the data each may lose: its own location, holding its
     own metadata, apart from every source table, and not holding the warehouse. A table the
-    project did not make is kept whole (not dropped) and named."""
+    project did not make, and a truncate-mode mirror unless `only_copies`, is kept whole (not
+    dropped) and named."""
     plan: List[MirrorTable] = []
     for ns in namespaces:
         database = ns + MIRROR_NAMESPACE_SUFFIX
@@ -113,20 +122,20 @@ def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership
             if awsenv.error_code(exc) == "EntityNotFoundException":
                 continue
             raise
-        plan += [_mirror_entry(s3, ns, t, warehouse, sources) for t in tables]
+        plan += [_mirror_entry(s3, ns, t, warehouse, sources, only_copies) for t in tables]
     return plan
 
 
 def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Location,
-                  sources: List[Tuple[str, ownership.Location]]) -> MirrorTable:
+                  sources: List[Tuple[str, ownership.Location]], only_copies: bool) -> MirrorTable:
     """One table of a mirror database: dropped or not, and the data it may lose."""
     database = ns + MIRROR_NAMESPACE_SUFFIX
     location = (t.get("StorageDescriptor") or {}).get("Location") or ""
     metadata = (t.get("Parameters") or {}).get("metadata_location") or ""
     entry = MirrorTable(database, t["Name"], None)
-    foreign = made_here(s3, ns, t)
-    if foreign:
-        entry.why_kept, entry.drop = foreign, False
+    foreign, state = made_here(s3, ns, t)
+    if foreign or (state is not None and holds_only_copy(state) and not only_copies):
+        entry.why_kept, entry.drop = foreign or ONLY_COPY, False
         return entry
     if not location.startswith("s3://"):
         entry.why_kept = "not in S3"
@@ -167,7 +176,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--stack", default="olake-cow", help="the stack's name (default olake-cow)")
     p.add_argument("--region", help="AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's)")
     p.add_argument("--remove-artifacts", action="store_true", help="remove code, summaries and logs of the job")
-    p.add_argument("--remove-mirrors", action="store_true", help="drop the mirror databases and their data")
+    p.add_argument("--remove-mirrors", action="store_true", help="drop the mirror databases and their data "
+                   "(truncate-mode mirrors, the only complete copies, are kept)")
+    p.add_argument("--remove-truncate-mirrors", action="store_true",
+                   help="with --remove-mirrors: drop truncate-mode mirrors too, the only complete copy of their data")
     p.add_argument("--remove-secret", action="store_true", help="delete the destination secret")
     p.add_argument("--disable-bucket-events", action="store_true",
                    help="turn off EventBridge notifications of the warehouse bucket")
@@ -184,6 +196,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
+    if args.remove_truncate_mirrors and not args.remove_mirrors:
+        print("destroy: error: --remove-truncate-mirrors drops mirrors: add --remove-mirrors", file=sys.stderr)
+        return 2
     if (args.remove_artifacts or args.remove_mirrors or args.remove_secret) and not args.yes:
         print("destroy: error: removing mirrors, artifacts or the secret deletes data: add --yes", file=sys.stderr)
         return 2
@@ -266,7 +281,7 @@ def _plan_mirrors(args: argparse.Namespace, glue: "GlueClient", s3: "S3Client", 
     mine = namespaces if args.namespaces else [ns for ns in namespaces if not shared[ns]]
     plan.kept += [f"the mirrors of {ns} (stack(s) {', '.join(shared[ns])} mirror it too; name it with "
                   "--namespaces to drop them anyway)" for ns in namespaces if ns not in mine]
-    plan.mirrors = plan_mirrors(glue, mine, warehouse, sources, s3)
+    plan.mirrors = plan_mirrors(glue, mine, warehouse, sources, s3, args.remove_truncate_mirrors)
 
 
 def _unshared(plan: Plan, others: Dict[str, Dict[str, str]], key: str, named: Optional[str],

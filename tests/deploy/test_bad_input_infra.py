@@ -123,6 +123,8 @@ CASES = {
                                   "the warehouse is unknown"),
     "destroy-secret-unknown": (*destroy("--skip-stack --remove-secret --yes"), "the secret is unknown; pass --secret"),
     "destroy-namespaces-unknown": (*destroy(f"{SKIP} --remove-mirrors"), "the namespaces are unknown"),
+    "destroy-truncate-mirrors-alone": (*destroy(f"{SKIP} --remove-truncate-mirrors"),
+                                       "--remove-truncate-mirrors drops mirrors: add --remove-mirrors"),
     "secret-file-missing": (["secret", "FILE=missing.json"], {}, "missing.json"),
     "secret-config-nested-deeply": (["secret", "FILE=deep.json"], {}, "nested too deeply"),
     "secret-config-key-twice": (["secret", "FILE=twice.json"], {}, "has the key 'writer' twice"),

@@ -169,6 +169,56 @@ def test_destroy_removes_only_its_own_stacks_debounce_schedules(aws_env):
     assert destroy.delete_schedules(scheduler, "gone-debounce") == []
 
 
+def _glue_mirror(s3, glue, name, meta):
+    from testkit.moto_stack import glue_table
+
+    key = f"warehouse/sales_cow/{name}/metadata/00001-a.metadata.json"
+    s3.put_object(Bucket="lake", Key=key, Body=json.dumps(meta).encode())
+    s3.put_object(Bucket="lake", Key=f"warehouse/sales_cow/{name}/data/0.parquet", Body=b"PAR1 rows")
+    glue_table(glue, "sales_cow", name, f"s3://lake/warehouse/sales_cow/{name}", f"s3://lake/{key}")
+
+
+@pytest.mark.parametrize("edited", [None, "mode-property", "checkpoint"])
+def test_destroy_keeps_a_truncate_mirror_the_only_complete_copy_unless_named(aws_env, capsys, edited):
+    """--remove-mirrors drops readonly mirrors (copies of OLake's tables) and keeps truncate-mode ones,
+    the only complete copy of their data, with their database: whether the mirror says so by its mode
+    property or by its checkpoint (a user who edited one of them does not make it droppable).
+    --remove-truncate-mirrors drops them too."""
+    from infra import destroy
+    from testkit.aws import fixture
+
+    s3, glue = boto3.client("s3"), boto3.client("glue")
+    s3.create_bucket(Bucket="lake")
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_database(DatabaseInput={"Name": "sales_cow"})
+    copy = fixture("ro_mirror_after_job.metadata.json")
+    copy["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.orders"})
+    _glue_mirror(s3, glue, "orders_cow", copy)
+    only = fixture("mirror_after_job.metadata.json")  # truncate mode: its checkpoint has no sequence number
+    only["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.refunds",
+                               "olake-cow.source-mode": "truncate"})
+    if edited == "mode-property":
+        only["properties"]["olake-cow.source-mode"] = "readonly"
+    elif edited == "checkpoint":
+        only["properties"].pop("olake-cow.checkpoint")
+    _glue_mirror(s3, glue, "refunds_cow", only)
+    args = ["--stack", "s", "--skip-stack", "--warehouse", "s3://lake/warehouse", "--namespaces", "sales"]
+
+    def objects():
+        return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake").get("Contents", []))
+
+    kept = [k for k in objects() if "/refunds_cow/" in k]
+    assert destroy.main([*args, "--remove-truncate-mirrors", "--yes"]) == 2  # without --remove-mirrors
+    assert "add --remove-mirrors" in capsys.readouterr().err
+    assert destroy.main([*args, "--remove-mirrors", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "kept sales_cow.refunds_cow and its database: a truncate-mode mirror, the only complete copy" in out, out
+    assert objects() == kept
+    assert [t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]] == ["refunds_cow"]
+    assert destroy.main([*args, "--remove-mirrors", "--remove-truncate-mirrors", "--yes"]) == 0
+    assert objects() == [] and "sales_cow" not in [d["Name"] for d in glue.get_databases()["DatabaseList"]]
+
+
 REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url": "https://polaris.internal/api/catalog",
                "oauth2_uri": "https://polaris.internal/api/catalog/v1/oauth/tokens", "credential": "id:Rest-Secret-9",
                "scope": "PRINCIPAL_ROLE:ALL"}

@@ -48,6 +48,16 @@ def built_mode(source: TableState, mirror: TableState, mirror_name: str = "") ->
     return None
 
 
+def holds_only_copy(mirror: TableState) -> bool:
+    """Whether a mirror may hold the only complete copy of its table's data (built in truncate mode:
+    OLake's table keeps only the changes since the last run). Its mode property or its checkpoint
+    saying so is enough: one edited marker does not make it a copy someone may drop."""
+    if mirror.properties.get(MODE_PROPERTY) == SourceMode.TRUNCATE.value:
+        return True
+    checkpoint = find_checkpoint(mirror)
+    return checkpoint is not None and checkpoint.sequence_number is None
+
+
 def resolve_mode(source: TableState, mirror: TableState, requested: Optional[SourceMode],
                  mirror_name: str) -> SourceMode:
     """The mode this run uses for the mirror `mirror_name` (`<namespace>.<table>`): the mirror's own,
