@@ -7,8 +7,9 @@ touched). OLake's tables are never touched. What the stack does not own stays un
                            carries this stack's marker (make deploy writes it), holds no Iceberg metadata and
                            lies apart from the warehouse and every table; other objects there are kept and named
   --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and the data under each
-                           mirror table's own location (never a location that holds a source table); truncate-mode
-                           mirrors, the only complete copy of their tables' data, and their databases are kept
+                           mirror table's own location (never a location that holds a source table or a table
+                           kept); truncate-mode mirrors, the only complete copy of their tables' data, and their
+                           databases are kept
   --remove-truncate-mirrors  with --remove-mirrors: truncate-mode mirrors too
   --remove-secret          the destination secret (Secrets Manager keeps it 7 days, then deletes it)
   --disable-bucket-events  EventBridge notifications of the warehouse bucket (other notifications stay)
@@ -83,6 +84,7 @@ class MirrorTable:
     location: Optional[ownership.Location]  # None: the table's data is not removed (see why)
     why_kept: str = ""
     drop: bool = True  # False: not the project's table; neither it nor its database is dropped
+    places: Tuple[str, ...] = ()  # where a kept table keeps its files (no other table's data removal may reach them)
 
 
 ONLY_COPY = ("a truncate-mode mirror, the only complete copy of its table's data (OLake's table holds only the "
@@ -123,7 +125,27 @@ def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership
                 continue
             raise
         plan += [_mirror_entry(s3, ns, t, warehouse, sources, only_copies) for t in tables]
+    _spare_kept(plan)
     return plan
+
+
+def _location(uri: str) -> ownership.Location:
+    bucket, prefix = awsenv.uris.split_s3(uri)
+    return bucket, prefix.strip("/")
+
+
+def _spare_kept(plan: List[MirrorTable]) -> None:
+    """No data is removed under a location that holds a kept table's place (its location, data or
+    metadata folder): someone moved a mirror onto a kept one (a truncate mirror, a user's table)."""
+    kept = [(e, _location(p)) for e in plan if not e.drop for p in e.places if awsenv.uris.is_s3_uri(p)]
+    for entry in plan:
+        loc = entry.location
+        if not (entry.drop and loc):
+            continue
+        hit = next((k for k, place in kept if awsenv.overlaps(loc, place)), None)
+        if hit is not None:
+            entry.location = None
+            entry.why_kept = f"its location overlaps that of {hit.database}.{hit.name}, which is kept"
 
 
 def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Location,
@@ -135,8 +157,7 @@ def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Locatio
     entry = MirrorTable(database, t["Name"], None)
     foreign, state = made_here(s3, ns, t)
     if foreign or (state is not None and holds_only_copy(state) and not only_copies):
-        entry.why_kept, entry.drop = foreign or ONLY_COPY, False
-        return entry
+        return _kept(entry, foreign or ONLY_COPY, location, state)
     if not location.startswith("s3://"):
         entry.why_kept = "not in S3"
         return entry
@@ -152,6 +173,14 @@ def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Locatio
         entry.why_kept = "its metadata lives outside its location"
     else:
         entry.location = loc
+    return entry
+
+
+def _kept(entry: MirrorTable, why: str, location: str, state: Optional[TableState]) -> MirrorTable:
+    """A table destroy keeps whole, with the places its files are in (its location, data and metadata folders)."""
+    entry.why_kept, entry.drop = why, False
+    places = identity.state_places(state) if state is not None else ()
+    entry.places = tuple(p for p in (location, *places) if p)
     return entry
 
 

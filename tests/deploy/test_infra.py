@@ -169,6 +169,19 @@ def test_destroy_removes_only_its_own_stacks_debounce_schedules(aws_env):
     assert destroy.delete_schedules(scheduler, "gone-debounce") == []
 
 
+def _mirror_lake():
+    """A bucket, OLake's database and its mirror database, and a readonly mirror's metadata to place."""
+    from testkit.aws import fixture
+
+    s3, glue = boto3.client("s3"), boto3.client("glue")
+    s3.create_bucket(Bucket="lake")
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_database(DatabaseInput={"Name": "sales_cow"})
+    copy = fixture("ro_mirror_after_job.metadata.json")
+    copy["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.orders"})
+    return s3, glue, copy
+
+
 def _glue_mirror(s3, glue, name, meta):
     from testkit.moto_stack import glue_table
 
@@ -187,12 +200,7 @@ def test_destroy_keeps_a_truncate_mirror_the_only_complete_copy_unless_named(aws
     from infra import destroy
     from testkit.aws import fixture
 
-    s3, glue = boto3.client("s3"), boto3.client("glue")
-    s3.create_bucket(Bucket="lake")
-    glue.create_database(DatabaseInput={"Name": "sales"})
-    glue.create_database(DatabaseInput={"Name": "sales_cow"})
-    copy = fixture("ro_mirror_after_job.metadata.json")
-    copy["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.orders"})
+    s3, glue, copy = _mirror_lake()
     _glue_mirror(s3, glue, "orders_cow", copy)
     only = fixture("mirror_after_job.metadata.json")  # truncate mode: its checkpoint has no sequence number
     only["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.refunds",
@@ -217,6 +225,41 @@ def test_destroy_keeps_a_truncate_mirror_the_only_complete_copy_unless_named(aws
     assert [t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]] == ["refunds_cow"]
     assert destroy.main([*args, "--remove-mirrors", "--remove-truncate-mirrors", "--yes"]) == 0
     assert objects() == [] and "sales_cow" not in [d["Name"] for d in glue.get_databases()["DatabaseList"]]
+
+
+@pytest.mark.parametrize("kept", ["truncate-mirror", "users-table"])
+def test_destroy_removes_no_data_where_a_kept_table_keeps_its_files(aws_env, capsys, kept):
+    """A readonly mirror's data goes with it, but never under a place of a table destroy keeps:
+    someone moved the readonly mirror onto the truncate mirror's location (its next merge wrote its
+    metadata there), or keeps a table of their own inside the mirror's folder. The mirror's table is
+    dropped, and every object there stays."""
+    from infra import destroy
+    from testkit.aws import fixture
+    from testkit.moto_stack import glue_table
+
+    s3, glue, copy = _mirror_lake()
+    if kept == "truncate-mirror":
+        only = fixture("mirror_after_job.metadata.json")
+        only["properties"].update({"olake-cow.made-by": "olake-cow", "olake-cow.source-table": "sales.refunds"})
+        _glue_mirror(s3, glue, "refunds_cow", only)
+        there = "warehouse/sales_cow/refunds_cow"
+        moved = f"{there}/metadata/00002-moved.metadata.json"
+        s3.put_object(Bucket="lake", Key=moved, Body=json.dumps(copy).encode())
+        glue_table(glue, "sales_cow", "orders_cow", f"s3://lake/{there}", f"s3://lake/{moved}")
+    else:
+        _glue_mirror(s3, glue, "orders_cow", copy)
+        there = "warehouse/sales_cow/orders_cow/notes"
+        s3.put_object(Bucket="lake", Key=f"{there}/part-0.csv", Body=b"mine")
+        glue.create_table(DatabaseName="sales_cow", TableInput={
+            "Name": "notes", "TableType": "EXTERNAL_TABLE", "StorageDescriptor": {"Location": f"s3://lake/{there}"}})
+    before = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake", Prefix=there + "/")["Contents"])
+    assert destroy.main(["--stack", "s", "--skip-stack", "--warehouse", "s3://lake/warehouse", "--namespaces",
+                         "sales", "--remove-mirrors", "--yes"]) == 0
+    out = capsys.readouterr().out
+    after = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake", Prefix=there + "/").get("Contents", []))
+    assert after == before, "objects of a kept table were removed"
+    assert "sales_cow.orders_cow (data kept: its location overlaps that of sales_cow." in out, out
+    assert "orders_cow" not in [t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]]
 
 
 REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url": "https://polaris.internal/api/catalog",
