@@ -191,6 +191,7 @@ def test_orphan_removal_is_the_tables_own_only_when_every_metadata_file_it_lists
     assert [is_table_metadata(p) for p in named] == [True, True, False, False, False]
     own = [(f"{wh}/00002-lost-race.metadata.json", "u1")]
     assert foreign_metadata("u1", own) is None and foreign_metadata("u1", []) is None
+    assert foreign_metadata("A2C4-E6", [(f"{wh}/v2.metadata.json", "a2c4-e6")]) is None  # written in either case
     other = own + [(f"{wh}/00001-kept.metadata.json", "u2"), (f"{wh}/v9.metadata.json", None)]
     assert foreign_metadata("u1", other) == (f"{wh}/00001-kept.metadata.json", "the metadata of table u2")
     assert foreign_metadata("u1", other[2:]) == (f"{wh}/v9.metadata.json", "a table metadata file it cannot read")

@@ -421,7 +421,7 @@ def foreign_metadata(uuid: Optional[str], found: Iterable[Tuple[str, Optional[st
     orphan removal would delete that table's files. (path, what it is); None: all are the table's own
     (a commit that lost a race leaves its metadata file unreferenced)."""
     for path, theirs in found:
-        if theirs is None or theirs != uuid:
+        if theirs is None or uuid is None or theirs.lower() != uuid.lower():  # one UUID, either case
             return path, (f"the metadata of table {theirs}" if theirs else "a table metadata file it cannot read")
     return None
 
