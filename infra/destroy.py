@@ -7,9 +7,9 @@ touched). OLake's tables are never touched. What the stack does not own stays un
                            carries this stack's marker (make deploy writes it), holds no Iceberg metadata and
                            lies apart from the warehouse and every table; other objects there are kept and named
   --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and the data under each
-                           mirror table's own location (never a location that holds a source table or a table
-                           kept); truncate-mode mirrors, the only complete copy of their tables' data, and their
-                           databases are kept
+                           mirror table's own location (never a location that holds a source table, a table
+                           kept or another table's metadata); truncate-mode mirrors, the only complete copy of
+                           their tables' data, and their databases are kept
   --remove-truncate-mirrors  with --remove-mirrors: truncate-mode mirrors too
   --remove-secret          the destination secret (Secrets Manager keeps it 7 days, then deletes it)
   --disable-bucket-events  EventBridge notifications of the warehouse bucket (other notifications stay)
@@ -85,6 +85,8 @@ class MirrorTable:
     why_kept: str = ""
     drop: bool = True  # False: not the project's table; neither it nor its database is dropped
     places: Tuple[str, ...] = ()  # where a kept table keeps its files (no other table's data removal may reach them)
+    uuid: Optional[str] = None  # the table's, from its metadata
+    keys: List[str] = field(default_factory=list)  # the objects removed with it, listed and checked before any removal
 
 
 ONLY_COPY = ("a truncate-mode mirror, the only complete copy of its table's data (OLake's table holds only the "
@@ -126,7 +128,27 @@ def plan_mirrors(glue: "GlueClient", namespaces: List[str], warehouse: ownership
             raise
         plan += [_mirror_entry(s3, ns, t, warehouse, sources, only_copies) for t in tables]
     _spare_kept(plan)
+    _list_removals(s3, plan)
     return plan
+
+
+def _list_removals(s3: "S3Client", plan: List[MirrorTable]) -> None:
+    """The objects under each dropped mirror's location, removed only when every table metadata file
+    among them is the mirror's own (core/identity.py foreign_metadata, orphan removal's rule): a
+    mirror someone moved onto another table (OLake's of another namespace, another stack's mirror)
+    would otherwise take that table's files with it."""
+    for entry in plan:
+        if not (entry.drop and entry.location):
+            continue
+        bucket, prefix = entry.location
+        keys = ownership.keys_under(s3, bucket, prefix)
+        found = ((k, ownership.metadata_uuid(s3, bucket, k)) for k in keys if identity.is_table_metadata(k))
+        foreign = identity.foreign_metadata(entry.uuid, found)
+        if foreign:
+            entry.location = None
+            entry.why_kept = f"its location holds s3://{bucket}/{foreign[0]}, {foreign[1]}: another table's files"
+        else:
+            entry.keys = keys
 
 
 def _location(uri: str) -> ownership.Location:
@@ -172,7 +194,7 @@ def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Locatio
     elif metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
         entry.why_kept = "its metadata lives outside its location"
     else:
-        entry.location = loc
+        entry.location, entry.uuid = loc, state.uuid if state is not None else None
     return entry
 
 
@@ -187,9 +209,8 @@ def _kept(entry: MirrorTable, why: str, location: str, state: Optional[TableStat
 def drop_mirrors(glue: "GlueClient", s3: "S3Client", plan: List[MirrorTable]) -> List[str]:
     dropped = []
     for entry in (e for e in plan if e.drop):
-        if entry.location:
-            bucket, prefix = entry.location
-            ownership.delete_keys(s3, bucket, ownership.keys_under(s3, bucket, prefix))
+        if entry.location:  # exactly the objects listed and checked in the plan
+            ownership.delete_keys(s3, entry.location[0], entry.keys)
         glue.delete_table(DatabaseName=entry.database, Name=entry.name)
         dropped.append(f"{entry.database}.{entry.name}" + (f" (data kept: {entry.why_kept})" if entry.why_kept
                                                            else ""))

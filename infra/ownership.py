@@ -7,7 +7,9 @@ removes artifacts only under a location whose marker names its stack, only the s
 folders (code/, summaries/, logs/) and the marker, and nothing at all when the location overlaps
 the warehouse or a table, or holds Iceberg metadata: what it keeps, it names.
 """
+import gzip
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
@@ -49,6 +51,24 @@ def keys_under(s3: "S3Client", bucket: str, prefix: str) -> List[str]:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=folder):
         keys += [o["Key"] for o in page.get("Contents", [])]
     return keys
+
+
+_UUID = re.compile(rb'"table-uuid"\s*:\s*"([^"]+)"')
+
+
+def metadata_uuid(s3: "S3Client", bucket: str, key: str) -> Optional[str]:
+    """The UUID of the table a metadata file describes (None: not readable as one). Iceberg writes
+    it near the top, so the first kilobyte is read first, the whole file only when it is not there."""
+    try:
+        head = s3.get_object(Bucket=bucket, Key=key, Range="bytes=0-1023")["Body"].read()
+        found = _UUID.search(head)
+        if found:
+            return found.group(1).decode()
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        meta = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+        return str(meta["table-uuid"]) if isinstance(meta, dict) and meta.get("table-uuid") else None
+    except Exception:  # noqa: BLE001 - unreadable: not proven the table's own
+        return None
 
 
 def is_iceberg_metadata(key: str) -> bool:

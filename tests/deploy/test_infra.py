@@ -227,12 +227,13 @@ def test_destroy_keeps_a_truncate_mirror_the_only_complete_copy_unless_named(aws
     assert objects() == [] and "sales_cow" not in [d["Name"] for d in glue.get_databases()["DatabaseList"]]
 
 
-@pytest.mark.parametrize("kept", ["truncate-mirror", "users-table"])
+@pytest.mark.parametrize("kept", ["truncate-mirror", "users-table", "olakes-table-elsewhere"])
 def test_destroy_removes_no_data_where_a_kept_table_keeps_its_files(aws_env, capsys, kept):
-    """A readonly mirror's data goes with it, but never under a place of a table destroy keeps:
-    someone moved the readonly mirror onto the truncate mirror's location (its next merge wrote its
-    metadata there), or keeps a table of their own inside the mirror's folder. The mirror's table is
-    dropped, and every object there stays."""
+    """A readonly mirror's data goes with it, but never where another table keeps its files: someone
+    moved the readonly mirror onto the truncate mirror's location, or onto an OLake table of a
+    namespace this stack does not mirror (its next merge wrote its metadata there), or keeps a table
+    of their own inside the mirror's folder. The mirror's table is dropped, and every object there
+    stays."""
     from infra import destroy
     from testkit.aws import fixture
     from testkit.moto_stack import glue_table
@@ -246,6 +247,14 @@ def test_destroy_removes_no_data_where_a_kept_table_keeps_its_files(aws_env, cap
         moved = f"{there}/metadata/00002-moved.metadata.json"
         s3.put_object(Bucket="lake", Key=moved, Body=json.dumps(copy).encode())
         glue_table(glue, "sales_cow", "orders_cow", f"s3://lake/{there}", f"s3://lake/{moved}")
+    elif kept == "olakes-table-elsewhere":
+        there = "warehouse/hr/people"
+        olakes = json.dumps(fixture("ro_source_after_job.metadata.json"))
+        moved = f"{there}/metadata/00002-moved.metadata.json"
+        for key, body in ((f"{there}/metadata/00001-a.metadata.json", olakes), (f"{there}/data/0.parquet", "PAR1"),
+                          (moved, json.dumps(copy))):
+            s3.put_object(Bucket="lake", Key=key, Body=body.encode())
+        glue_table(glue, "sales_cow", "orders_cow", f"s3://lake/{there}", f"s3://lake/{moved}")
     else:
         _glue_mirror(s3, glue, "orders_cow", copy)
         there = "warehouse/sales_cow/orders_cow/notes"
@@ -258,8 +267,11 @@ def test_destroy_removes_no_data_where_a_kept_table_keeps_its_files(aws_env, cap
     out = capsys.readouterr().out
     after = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake", Prefix=there + "/").get("Contents", []))
     assert after == before, "objects of a kept table were removed"
-    assert "sales_cow.orders_cow (data kept: its location overlaps that of sales_cow." in out, out
-    assert "orders_cow" not in [t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]]
+    why = "holds s3://lake/warehouse/hr/people/metadata/00001-a" if kept == "olakes-table-elsewhere" else "overlaps"
+    assert f"sales_cow.orders_cow (data kept: its location {why}" in out, out
+    left = [d["Name"] for d in glue.get_databases()["DatabaseList"]]
+    assert "sales_cow" not in left or "orders_cow" not in [
+        t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]]
 
 
 REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url": "https://polaris.internal/api/catalog",
