@@ -27,8 +27,6 @@ Exit codes: 0 removed, 2 a missing --yes, an unknown stack, a location that is n
 stack's, or an AWS error (one line says what).
 """
 import argparse
-import gzip
-import json
 import os
 import subprocess
 import sys
@@ -100,9 +98,7 @@ def made_here(s3: "S3Client", ns: str, table: Dict) -> Tuple[str, Optional[Table
     metadata = params.get("metadata_location") or ""
     if str(params.get("table_type", "")).upper() != "ICEBERG" or not awsenv.uris.is_s3_uri(metadata):
         return "not an Iceberg table in S3, so not made by olake-cow", None
-    bucket, key = awsenv.uris.split_s3(metadata)
-    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    state = state_from_metadata(json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body))
+    state = state_from_metadata(ownership.read_metadata(s3, *awsenv.uris.split_s3(metadata)))
     name = table["Name"]
     source = f"{ns}.{name[:-len(MIRROR_SUFFIX)]}" if name.endswith(MIRROR_SUFFIX) else ""
     owner = identity.ownership(state, source, f"{ns}{MIRROR_NAMESPACE_SUFFIX}.{name}")

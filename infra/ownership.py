@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from infra import awsenv
+from olake_cow.core import identity
 
 if TYPE_CHECKING:  # typed clients (development stubs only)
     from mypy_boto3_glue import GlueClient
@@ -56,6 +57,12 @@ def keys_under(s3: "S3Client", bucket: str, prefix: str) -> List[str]:
 _UUID = re.compile(rb'"table-uuid"\s*:\s*"([^"]+)"')
 
 
+def read_metadata(s3: "S3Client", bucket: str, key: str) -> Any:
+    """A table metadata file's JSON, gzipped or not."""
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    return json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+
+
 def metadata_uuid(s3: "S3Client", bucket: str, key: str) -> Optional[str]:
     """The UUID of the table a metadata file describes (None: not readable as one). Iceberg writes
     it near the top, so the first kilobyte is read first, the whole file only when it is not there."""
@@ -64,8 +71,7 @@ def metadata_uuid(s3: "S3Client", bucket: str, key: str) -> Optional[str]:
         found = _UUID.search(head)
         if found:
             return found.group(1).decode()
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        meta = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+        meta = read_metadata(s3, bucket, key)
         return str(meta["table-uuid"]) if isinstance(meta, dict) and meta.get("table-uuid") else None
     except Exception:  # noqa: BLE001 - unreadable: not proven the table's own
         return None
@@ -74,8 +80,8 @@ def metadata_uuid(s3: "S3Client", bucket: str, key: str) -> Optional[str]:
 def is_iceberg_metadata(key: str) -> bool:
     """A table's metadata file, manifest or version hint: never an artifact of a stack."""
     name = key.rsplit("/", 1)[-1]
-    return "/metadata/" in f"/{key}" and (name.endswith(".metadata.json") or name.endswith(".avro")
-                                          or name == "version-hint.text" or name.endswith(".metadata.json.gz"))
+    return "/metadata/" in f"/{key}" and (identity.is_table_metadata(name) or name.endswith(".avro")
+                                          or name == "version-hint.text")
 
 
 def check_apart(artifacts: Location, protected: Iterable[Tuple[str, Location]]) -> None:

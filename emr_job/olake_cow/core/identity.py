@@ -392,12 +392,12 @@ def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> O
     return None
 
 
-def state_ground(table: TableState, name: str = "") -> Optional[Ground]:
+def state_ground(table: TableState) -> Optional[Ground]:
     """A table's ground as its metadata tells it: location and folders (its files are in its
     manifests). None when the table or its location is not known."""
     if not (table.exists and table.location):
         return None
-    return Ground(name, table.location, table_folders(table.location, table.properties))
+    return Ground("", table.location, table_folders(table.location, table.properties))
 
 
 def ground_known_foreign(table: TableState, other: TableState) -> bool:
@@ -409,8 +409,8 @@ def ground_known_foreign(table: TableState, other: TableState) -> bool:
 
 def is_table_metadata(path: str) -> bool:
     """Whether a file is named as Iceberg names a table metadata file (v3.metadata.json,
-    00001-<uuid>.metadata.json, .gz.metadata.json)."""
-    return path.rsplit("/", 1)[-1].endswith(".metadata.json")
+    00001-<uuid>.metadata.json, .gz.metadata.json, and the older .metadata.json.gz)."""
+    return path.rsplit("/", 1)[-1].endswith((".metadata.json", ".metadata.json.gz"))
 
 
 def foreign_metadata(uuid: Optional[str], found: Iterable[Tuple[str, Optional[str]]]) -> Optional[Tuple[str, str]]:

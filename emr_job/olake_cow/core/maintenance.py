@@ -248,8 +248,8 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
     """The requested maintenance that has work on this table pair, judged from metadata alone.
     `floor`: the oldest source snapshot the mirror needs (ChangeSource.expiry_floor); `writes_source`:
     the job maintains OLake's table too (truncate mode: its orphan removal)."""
-    due = _deleting_due(m, source, mirror, floor, now_ms, writes_source)
     current = mirror.snapshot(mirror.current_id) if mirror.exists else None
+    due = _deleting_due(m, source, mirror, current, floor, now_ms, writes_source)
     if current is None:
         return due
     files, records = current.summary_int(Summary.TOTAL_DATA_FILES), current.summary_int("total-records")
@@ -268,8 +268,8 @@ def maintenance_due(m: MaintenanceOptions, source: TableState, mirror: TableStat
     return due
 
 
-def _deleting_due(m: MaintenanceOptions, source: TableState, mirror: TableState, floor: Optional[Snapshot],
-                  now_ms: int, writes_source: bool) -> List[str]:
+def _deleting_due(m: MaintenanceOptions, source: TableState, mirror: TableState, current: Optional[Snapshot],
+                  floor: Optional[Snapshot], now_ms: int, writes_source: bool) -> List[str]:
     """The expiries and orphan removal due. None is due on a table whose metadata shows ground not its
     own (core/identity.py ground_problem): the job would skip it, at every schedule."""
     due: List[str] = []
@@ -280,7 +280,6 @@ def _deleting_due(m: MaintenanceOptions, source: TableState, mirror: TableState,
         due.append("expire_source")
     if m.remove_orphans_hours is not None and ((writes_source and source_own) or mirror_own):
         due.append("remove_orphans")  # no metadata tells; schedule it rarely, on its own
-    current = mirror.snapshot(mirror.current_id) if mirror.exists else None
     if (current is not None and m.expire_mirror_hours is not None and mirror_own
             and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours))
             and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)):
