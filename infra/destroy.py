@@ -8,8 +8,8 @@ touched). OLake's tables are never touched. What the stack does not own stays un
                            lies apart from the warehouse and every table; other objects there are kept and named
   --remove-mirrors         the mirror databases (<namespace>_cow in Glue), their tables and the data under each
                            mirror table's own location (never a location that holds a source table, a table
-                           kept or another table's metadata); truncate-mode mirrors, the only complete copy of
-                           their tables' data, and their databases are kept
+                           kept or another table's metadata, nor a mirror's with gc.enabled=false); truncate-mode
+                           mirrors, the only complete copy of their tables' data, and their databases are kept
   --remove-truncate-mirrors  with --remove-mirrors: truncate-mode mirrors too
   --remove-secret          the destination secret (Secrets Manager keeps it 7 days, then deletes it)
   --disable-bucket-events  EventBridge notifications of the warehouse bucket (other notifications stay)
@@ -153,9 +153,11 @@ def _location(uri: str) -> ownership.Location:
 
 
 def _spare_kept(plan: List[MirrorTable]) -> None:
-    """No data is removed under a location that holds a kept table's place (its location, data or
-    metadata folder): someone moved a mirror onto a kept one (a truncate mirror, a user's table)."""
-    kept = [(e, _location(p)) for e in plan if not e.drop for p in e.places if awsenv.uris.is_s3_uri(p)]
+    """No data is removed under a location that holds a place (its location, data or metadata folder)
+    of a table whose data is kept: someone moved a mirror onto a kept one (a truncate mirror, a user's
+    table, a mirror with gc.enabled=false)."""
+    kept = [(e, _location(p)) for e in plan if not (e.drop and e.location) for p in e.places
+            if awsenv.uris.is_s3_uri(p)]
     for entry in plan:
         loc = entry.location
         if not (entry.drop and loc):
@@ -180,26 +182,42 @@ def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Locatio
         entry.why_kept = "not in S3"
         return entry
     loc = awsenv.split_s3(location.rstrip("/"), f"{database}.{t['Name']} location")
+    entry.why_kept = _why_data_kept(loc, metadata, warehouse, sources, state)
+    if not entry.why_kept:
+        entry.location, entry.uuid = loc, state.uuid if state is not None else None
+    elif state is not None and identity.gc_disabled(state.properties) is not None:
+        entry.places = _places(location, state)  # its files stay: nothing else removed may reach them
+    return entry
+
+
+def _why_data_kept(loc: ownership.Location, metadata: str, warehouse: ownership.Location,
+                   sources: List[Tuple[str, ownership.Location]], state: Optional[TableState]) -> str:
+    """Why a dropped mirror's objects are not removed ("" when they are)."""
     clash = [what for what, other in sources if awsenv.overlaps(loc, other)]
     if loc[0] == warehouse[0] and awsenv.within(warehouse[1], loc[1]):
         clash.append("the warehouse")
+    gc_off = identity.gc_disabled(state.properties) if state is not None else None
     if not loc[1]:
-        entry.why_kept = "its location is a bucket root"
-    elif clash:
-        entry.why_kept = f"its location overlaps {clash[0]}"
-    elif metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
-        entry.why_kept = "its metadata lives outside its location"
-    else:
-        entry.location, entry.uuid = loc, state.uuid if state is not None else None
-    return entry
+        return "its location is a bucket root"
+    if clash:
+        return f"its location overlaps {clash[0]}"
+    if metadata and not metadata.startswith(f"s3://{loc[0]}/{loc[1]}/"):
+        return "its metadata lives outside its location"
+    if gc_off is not None:
+        return f"it has gc.enabled={gc_off}: someone turned off deleting its files (another table may use them)"
+    return ""
 
 
 def _kept(entry: MirrorTable, why: str, location: str, state: Optional[TableState]) -> MirrorTable:
     """A table destroy keeps whole, with the places its files are in (its location, data and metadata folders)."""
-    entry.why_kept, entry.drop = why, False
-    places = identity.state_places(state) if state is not None else ()
-    entry.places = tuple(p for p in (location, *places) if p)
+    entry.why_kept, entry.drop, entry.places = why, False, _places(location, state)
     return entry
+
+
+def _places(location: str, state: Optional[TableState]) -> Tuple[str, ...]:
+    """Where a table keeps its files: its catalog location, and its location, data and metadata folders."""
+    places = identity.state_places(state) if state is not None else ()
+    return tuple(p for p in (location, *places) if p)
 
 
 def drop_mirrors(glue: "GlueClient", s3: "S3Client", plan: List[MirrorTable]) -> List[str]:

@@ -7,10 +7,7 @@ import subprocess
 import urllib.request
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEPLOY_VENV = os.path.join(ROOT, ".venv-deploy")
-REGION = "eu-west-1"
+from tests.deploy.deploy_env import DEPLOY_VENV, REGION, ROOT
 
 
 def _free_port() -> int:

@@ -6,8 +6,8 @@ import json
 import os
 
 import pytest
+from tests.deploy.deploy_env import DEPLOY_VENV, REGION
 
-from conftest import DEPLOY_VENV, REGION
 from testkit.docs import bad_input_cases
 from testkit.moto_stack import MotoStacks
 

@@ -274,6 +274,33 @@ def test_destroy_removes_no_data_where_a_kept_table_keeps_its_files(aws_env, cap
         t["Name"] for t in glue.get_tables(DatabaseName="sales_cow")["TableList"]]
 
 
+def test_destroy_keeps_the_data_of_a_mirror_someone_turned_gc_off_on(aws_env, capsys):
+    """gc.enabled=false on a readonly mirror says its files may be another table's too: --remove-mirrors
+    drops it from Glue and keeps every object under its location (as Iceberg's own drop would), and
+    removes nothing of a second mirror someone moved onto that location either."""
+    from infra import destroy
+    from testkit.moto_stack import glue_table
+
+    s3, glue, copy = _mirror_lake()
+    copy["properties"]["gc.enabled"] = "false"
+    _glue_mirror(s3, glue, "orders_cow", copy)
+    other = json.loads(json.dumps(copy))
+    other["properties"].update({"gc.enabled": "true", "olake-cow.source-table": "sales.refunds"})
+    other["table-uuid"] = "0f0e0d0c-0b0a-4909-8807-060504030201"
+    there = "warehouse/sales_cow/orders_cow"
+    moved = f"{there}/metadata/00009-refunds.metadata.json"
+    s3.put_object(Bucket="lake", Key=moved, Body=json.dumps(other).encode())
+    glue_table(glue, "sales_cow", "refunds_cow", f"s3://lake/{there}", f"s3://lake/{moved}")
+    before = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake")["Contents"])
+    assert destroy.main(["--stack", "s", "--skip-stack", "--warehouse", "s3://lake/warehouse", "--namespaces",
+                         "sales", "--remove-mirrors", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lake")["Contents"]) == before
+    assert "sales_cow.orders_cow (data kept: it has gc.enabled=false" in out, out
+    assert "sales_cow.refunds_cow (data kept: its location overlaps that of sales_cow.orders_cow" in out, out
+    assert "sales_cow" not in [d["Name"] for d in glue.get_databases()["DatabaseList"]]
+
+
 REST_WRITER = {"catalog_type": "rest", "catalog_name": "lake", "rest_catalog_url": "https://polaris.internal/api/catalog",
                "oauth2_uri": "https://polaris.internal/api/catalog/v1/oauth/tokens", "credential": "id:Rest-Secret-9",
                "scope": "PRINCIPAL_ROLE:ALL"}

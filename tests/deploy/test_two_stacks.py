@@ -7,8 +7,8 @@ import os
 import re
 
 import pytest
+from tests.deploy.deploy_env import DEPLOY_VENV, REGION
 
-from conftest import DEPLOY_VENV, REGION
 from testkit import iam
 from testkit.moto_stack import MotoStacks
 

@@ -314,8 +314,8 @@ def recreate(lake):
     lake.writer.backfill("t", rows(0, 12))
 
 
-def test_properties_a_user_set_to_what_the_job_cannot_use_are_reset_not_failed_at_every_run(catalog_lake):
-    unusable_mirror_properties(catalog_lake)
+def test_properties_a_user_set_to_what_the_job_cannot_use_are_reset_not_failed_at_every_run(lake):
+    unusable_mirror_properties(lake)
 
 
 def mirrored_in_both_modes(make_lake, destinations, change):
@@ -577,4 +577,56 @@ def test_a_truncate_mirror_pointed_into_olakes_folder_writes_nothing_there_and_o
     assert any("orphan" in n and "nothing was deleted" in n for n in notes), notes
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} UNSET TBLPROPERTIES ('write.data.path')")
     assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_tables_someone_turned_gc_off_on_lose_no_file_to_the_job(make_lake, destinations):
+    """gc.enabled=false on the mirror and on OLake's table (someone shares their files with another
+    table): expiry of either, orphan removal and the purging drop of a mirror to be made anew delete
+    nothing, as Iceberg refuses them; merges go on, the run exits 0 with a note, the trigger sees none
+    of it due. Turned back on, the same run expires, removes the orphan and makes the mirror anew."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run() == 0
+    for q in (lake.mirror_q("t"), lake.writer.q("t")):
+        lake.writer.spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('gc.enabled'='false')")
+    orphan = os.path.join(_data_folder(lake, lake.cow_ns, "t_cow"), "someone-elses.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"PAR1 not the mirror's")
+    os.utime(orphan, (1_000_000_000, 1_000_000_000))
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}])
+    places = [comparable_location(str(lake.tables.load(ns, t).location())) for ns, t in ((lake.ns, "t"),
+                                                                                        (lake.cow_ns, "t_cow"))]
+    kept = [p for place in places for p in _files_under(place)]
+    maintain = ("--expire-mirror-older-than", "0", "--expire-source-older-than", "0",
+                "--remove-orphans-older-than", "24")
+    code, result = lake.run_summary(*maintain)  # OLake's table unchanged: lake.run checks its metadata
+    assert code == 0 and result["status"] == "merged", result
+    notes = result["maintenance"]["notes"]
+    # both expiries and the mirror's orphan removal
+    assert sum("gc.enabled=false" in n and "nothing was deleted" in n for n in notes) >= 3, notes
+    assert result["maintenance"]["snapshots_expired"] == 0 and not result["maintenance"]["orphan_files"], result
+    assert [p for p in kept if not os.path.exists(p)] == [], "a file of a table with gc.enabled=false was deleted"
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    opts = MaintenanceOptions(expire_source_hours=0, expire_mirror_hours=0, remove_orphans_hours=24)
+    due = Freshness(LocalTables(lake), "_cow", None, TableAsk()).check(lake.ns, ["t"], opts, int(time.time() * 1000))
+    assert due["t"].due == (), due["t"]
+    # turned back on (the advice): maintained again
+    for q in (lake.mirror_q("t"), lake.writer.q("t")):
+        lake.writer.spark.sql(f"ALTER TABLE {q} SET TBLPROPERTIES ('gc.enabled'='true')")
+    code, result = lake.run_summary(*maintain[:2], *maintain[4:])  # OLake's expired: its metadata changes
+    assert code == 0 and result["maintenance"]["snapshots_expired"] > 0, result
+    assert not os.path.exists(orphan) and result["maintenance"]["orphan_files"], result
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    # a mirror to be made anew (someone drops a column) is not dropped while gc is off: a purge deletes every file
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('gc.enabled'='false')")
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN s")
+    before = lake.mirror("t").metadata_location
+    code, result = lake.run_summary()
+    assert code == 2 and "gc.enabled=false" in result["error"] and "nothing was deleted" in result["error"], result
+    assert lake.mirror("t").metadata_location == before
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('gc.enabled'='true')")
+    code, result = lake.run_summary()
+    assert code == 0 and result["repaired"] == 1, result
     lake.assert_mirror_matches("t", engines=ONE_READER)

@@ -143,6 +143,13 @@ def test_what_deletes_files_is_not_due_on_ground_the_job_would_not_touch(writes_
     astray = placed(mirror, mirror.location, **{"write.object-storage.path": "s3://elsewhere/data"})
     left = ["expire_source", "remove_orphans"] if writes_source else ["expire_source"]
     assert due(astray) == left
+    # someone turned off deleting the mirror's files (gc.enabled=false, in any case): as Iceberg, the job
+    # deletes none of them; OLake's table keeps its own
+    assert due(placed(mirror, mirror.location, **{"gc.enabled": "False"})) == left
+    assert due(placed(mirror, mirror.location, **{"gc.enabled": "TRUE"})) == everything
+    gc_off_source = placed(source, source.location, **{"gc.enabled": "false"})
+    assert maintenance_due(opts, gc_off_source, mirror, source.snapshot(2), NOW, dv=False,
+                           writes_source=writes_source) == ["remove_orphans", "expire_mirror"]
     # a sibling whose name starts alike is apart, and no mirror yet leaves OLake's table its own
     sibling = placed(mirror, "s3://lake/sales/orders_cow")
     assert due(sibling) == everything

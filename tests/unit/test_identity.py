@@ -14,6 +14,7 @@ from olake_cow.core.identity import (
     foreign_change,
     foreign_files_problem,
     foreign_metadata,
+    gc_disabled,
     ground_problem,
     is_table_metadata,
     location_problem,
@@ -135,10 +136,20 @@ def mirror_ground(location="s3a://lake/cow/t_cow", data=None, metadata=None, fil
     (mirror_ground("s3a://lake/wh/sales/t", files=("s3://lake/wh/sales/t/data/m.parquet",)), SOURCE,
      "lie in one another"),
     (mirror_ground("s3://lake/wh/sales/t_cow"), SOURCE, None),
+    # someone turned off deleting the table's files (Iceberg's gc.enabled): none is deleted, as Iceberg would
+    (dataclasses.replace(mirror_ground(), gc_off="false"), SOURCE, "gc.enabled=false"),
+    (dataclasses.replace(SOURCE, gc_off="no"), None, "gc.enabled=no"),
 ])
 def test_files_are_deleted_only_on_a_tables_own_ground(mine, other, found):
     problem = ground_problem(mine, "removing its orphan files", other)
     assert (problem is None) if found is None else (found in problem and "nothing was deleted" in problem), problem
+
+
+@pytest.mark.parametrize("value, off", [(None, None), ("true", None), ("TRUE", None), ("false", "false"),
+                                        ("no", "no"), ("", ""), (" true", " true")])
+def test_gc_is_off_exactly_when_iceberg_reads_it_off(value, off):
+    """Iceberg reads gc.enabled with Boolean.parseBoolean: only "true", in any case, leaves it on."""
+    assert gc_disabled({} if value is None else {"gc.enabled": value}) == off
 
 
 def _placed(location, **props):

@@ -349,15 +349,28 @@ def mirror_ground_problem(source: TableState, mirror: TableState) -> Optional[st
             "write.data.path or location there), where an orphan removal of OLake's table would delete them")
 
 
+# Iceberg's switch for deleting a table's files (expiry, orphan removal, a purging drop): someone
+# who turns it off says those files may be another table's (a clone, a table registered on them).
+GC_ENABLED = "gc.enabled"
+
+
+def gc_disabled(properties: Mapping[str, str]) -> Optional[str]:
+    """The value of gc.enabled when it turns deleting files off, as Iceberg reads it (anything but
+    "true", in any case); None when deleting is on (the default)."""
+    value = properties.get(GC_ENABLED)
+    return None if value is None or str(value).lower() == "true" else str(value)
+
+
 @dataclass(frozen=True)
 class Ground:
-    """Where a table keeps its files: its location, the folders it writes data and metadata to, and
-    every file its history references."""
+    """Where a table keeps its files: its location, the folders it writes data and metadata to,
+    every file its history references, and its gc.enabled when someone turned deleting off."""
 
     name: str
     location: str
     folders: Tuple[str, ...] = ()
     files: Tuple[str, ...] = ()
+    gc_off: Optional[str] = None
 
     @property
     def places(self) -> Tuple[str, ...]:
@@ -371,6 +384,11 @@ def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> O
     table's. `other` is the other table of its pair (a mirror's source, a source's mirror): a place
     of either lying in a place of the other, or a file of the other's history in one of its folders,
     means files there may be the other's (someone moved a table onto the other's folders)."""
+    if mine.gc_off is not None:
+        return (f"{mine.name} has gc.enabled={mine.gc_off}: someone turned off deleting its files (Iceberg refuses "
+                f"expiry, orphan removal and a purging drop then), so {what} was not done and nothing was deleted. "
+                "If no other table uses its files, set gc.enabled=true (ALTER TABLE ... SET TBLPROPERTIES) to let "
+                "the job maintain it")
     foreign = foreign_files(mine.files, mine.location)
     if foreign:
         return foreign_files_problem(mine.name, mine.location, foreign, what)
@@ -397,7 +415,8 @@ def state_ground(table: TableState) -> Optional[Ground]:
     manifests). None when the table or its location is not known."""
     if not (table.exists and table.location):
         return None
-    return Ground("", table.location, table_folders(table.location, table.properties))
+    return Ground("", table.location, table_folders(table.location, table.properties),
+                  gc_off=gc_disabled(table.properties))
 
 
 def ground_known_foreign(table: TableState, other: TableState) -> bool:

@@ -4,9 +4,9 @@ from typing import Dict, Optional
 
 from .checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
 from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
-from .formats import FORMATS, MirrorFormat
+from .formats import FORMATS, WRITE_MODE_KEYS, MirrorFormat
 from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY
-from .modes import DeleteMode, SourceMode
+from .modes import DeleteMode, SourceMode, built_format
 from .snapshots import TableState
 
 log = logging.getLogger("olake_cow")
@@ -17,6 +17,9 @@ MANIFEST_MERGE = {"commit.manifest.min-count-to-merge": "8"}
 WAP_ENABLED = "write.wap.enabled"
 # Iceberg's Java API sets it on every new table; pyiceberg writes zstd without recording it.
 COMPRESSION = {"write.parquet.compression-codec": "zstd"}
+# Parquet is what every engine a mirror is for reads (pyiceberg, DuckDB and Snowflake read no Avro
+# or ORC data file); Iceberg's default when the property is unset.
+FILE_FORMAT = "write.format.default"
 
 
 def new_mirror_properties(fmt: MirrorFormat, mode: SourceMode, source_name: str, delete_mode: DeleteMode,
@@ -38,12 +41,17 @@ def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, targ
     wanted = {MODE_PROPERTY: mode.value, MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: source_name}
     wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
     wanted[WAP_ENABLED] = "true"  # every Spark merge is staged and audited before it is published
+    fmt = built_format(mirror)
+    if fmt is not None:  # a cow merge that wrote deletes, or a dv merge that rewrote files, fails its audit
+        wanted.update(FORMATS[fmt].write_modes())
+    if str(mirror.properties.get(FILE_FORMAT, "parquet")).lower() != "parquet":
+        wanted[FILE_FORMAT] = "parquet"
     if target_file_mb:
         wanted[TARGET_FILE_SIZE] = target_file_size(target_file_mb)
     elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
         wanted[TARGET_FILE_SIZE] = target_file_size(DEFAULT_TARGET_FILE_MB)
     changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
-    for key in (WAP_ENABLED, TARGET_FILE_SIZE):
+    for key in (WAP_ENABLED, TARGET_FILE_SIZE, FILE_FORMAT, *WRITE_MODE_KEYS):
         if key in changed and key in mirror.properties:
             log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", table, key,
                         mirror.properties[key], changed[key])

@@ -4,7 +4,7 @@ whether a location already holds files before a mirror is created there."""
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..core.identifiers import qualified
-from ..core.identity import Ground, ground_problem, table_folders
+from ..core.identity import Ground, gc_disabled, ground_problem, table_folders
 from .catalog import IcebergCatalog, JavaObject, is_java_error
 
 
@@ -34,7 +34,8 @@ def ground(catalog: IcebergCatalog, ns: str, table: str, files: Optional[Iterabl
     `loaded`: the table, if the caller has them."""
     t = catalog.load(ns, table) if loaded is None else loaded
     held = all_files(catalog, ns, table) if files is None else files
-    return Ground(f"{ns}.{table}", str(t.location()), tuple(file_folders(t)), tuple(held))
+    return Ground(f"{ns}.{table}", str(t.location()), tuple(file_folders(t)), tuple(held),
+                  gc_disabled(dict(t.properties())))
 
 
 def ground_problem_of(catalog: IcebergCatalog, mine: Ground, what: str,

@@ -1,0 +1,37 @@
+"""The properties every merge keeps on a mirror (core/mirror_props.py): what a user set that the
+job cannot write with is reset before the merge, and a mirror as the job made it is left alone."""
+import pytest
+
+from olake_cow.core.formats import MirrorFormat
+from olake_cow.core.mirror_props import kept_properties, new_mirror_properties
+from olake_cow.core.modes import DeleteMode, SourceMode
+from olake_cow.core.snapshots import TableState
+
+pytestmark = pytest.mark.unit
+
+
+def made(fmt: MirrorFormat, **changed: str) -> TableState:
+    props = new_mirror_properties(fmt, SourceMode.READONLY, "sales.t", DeleteMode.KEEP, None)
+    return TableState(True, "u", None, (), {**props, **changed})
+
+
+@pytest.mark.parametrize("fmt", list(MirrorFormat))
+def test_a_mirror_as_the_job_made_it_keeps_its_properties(fmt):
+    assert kept_properties(made(fmt), SourceMode.READONLY, "sales.t", None) == {}
+
+
+def test_write_modes_of_the_other_format_and_a_file_format_readers_cannot_read_are_reset(caplog):
+    """A cow merge that wrote delete files, or a dv merge that rewrote files, fails its audit at every
+    run; Avro or ORC data files are read by neither pyiceberg, DuckDB nor Snowflake."""
+    mor = {k: "merge-on-read" for k in ("write.delete.mode", "write.update.mode", "write.merge.mode")}
+    cow = {k: "copy-on-write" for k in mor}
+    assert kept_properties(made(MirrorFormat.COW, **mor, **{"write.format.default": "avro"}), SourceMode.READONLY,
+                           "sales.t", None, "t") == {**cow, "write.format.default": "parquet"}
+    assert "write.merge.mode was set to 'merge-on-read' by someone else: reset to copy-on-write" in caplog.text
+    assert kept_properties(made(MirrorFormat.DV, **cow, **{"write.format.default": "ORC"}), SourceMode.READONLY,
+                           "sales.t", None) == {**mor, "write.format.default": "parquet"}
+    unset = made(MirrorFormat.DV)
+    unset.properties.pop("write.merge.mode")  # Iceberg's default is copy-on-write
+    assert kept_properties(unset, SourceMode.READONLY, "sales.t", None) == {"write.merge.mode": "merge-on-read"}
+    assert kept_properties(made(MirrorFormat.COW, **{"write.format.default": "PARQUET"}), SourceMode.READONLY,
+                           "sales.t", None) == {}
