@@ -35,3 +35,8 @@ def test_write_modes_of_the_other_format_and_a_file_format_readers_cannot_read_a
     assert kept_properties(unset, SourceMode.READONLY, "sales.t", None) == {"write.merge.mode": "merge-on-read"}
     assert kept_properties(made(MirrorFormat.COW, **{"write.format.default": "PARQUET"}), SourceMode.READONLY,
                            "sales.t", None) == {}
+    # Hadoop's LZ4 framing DuckDB refuses, a brotli Spark cannot write; what every reader reads is kept
+    for codec, kept in (("lz4", "zstd"), ("BROTLI", "zstd"), ("snappy", None), ("GZIP", None)):
+        changed = kept_properties(made(MirrorFormat.COW, **{"write.parquet.compression-codec": codec}),
+                                  SourceMode.READONLY, "sales.t", None)
+        assert changed == ({"write.parquet.compression-codec": kept} if kept else {}), codec

@@ -20,6 +20,9 @@ COMPRESSION = {"write.parquet.compression-codec": "zstd"}
 # Parquet is what every engine a mirror is for reads (pyiceberg, DuckDB and Snowflake read no Avro
 # or ORC data file); Iceberg's default when the property is unset.
 FILE_FORMAT = "write.format.default"
+# Codecs every reader reads: Iceberg's lz4 is Hadoop's LZ4 framing, which DuckDB refuses, and Spark
+# has no brotli codec to write with.
+READABLE_CODECS = ("zstd", "snappy", "gzip", "uncompressed")
 
 
 def new_mirror_properties(fmt: MirrorFormat, mode: SourceMode, source_name: str, delete_mode: DeleteMode,
@@ -46,12 +49,15 @@ def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, targ
         wanted.update(FORMATS[fmt].write_modes())
     if str(mirror.properties.get(FILE_FORMAT, "parquet")).lower() != "parquet":
         wanted[FILE_FORMAT] = "parquet"
+    (codec_key, codec), = COMPRESSION.items()
+    if str(mirror.properties.get(codec_key, codec)).lower() not in READABLE_CODECS:
+        wanted[codec_key] = codec
     if target_file_mb:
         wanted[TARGET_FILE_SIZE] = target_file_size(target_file_mb)
     elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
         wanted[TARGET_FILE_SIZE] = target_file_size(DEFAULT_TARGET_FILE_MB)
     changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
-    for key in (WAP_ENABLED, TARGET_FILE_SIZE, FILE_FORMAT, *WRITE_MODE_KEYS):
+    for key in (WAP_ENABLED, TARGET_FILE_SIZE, FILE_FORMAT, *COMPRESSION, *WRITE_MODE_KEYS):
         if key in changed and key in mirror.properties:
             log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", table, key,
                         mirror.properties[key], changed[key])
