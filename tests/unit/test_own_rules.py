@@ -3,6 +3,7 @@ mirror's columns and format version as the job left them, another job's truncate
 mirror's source, the truncate planner's way out after expiry, and the one decision the job's
 loop and the trigger's idle check share (core/identity.py, core/readonly.py, core/truncate.py,
 core/planner.py)."""
+import dataclasses
 import re
 
 import pytest
@@ -138,6 +139,30 @@ def test_a_truncate_mirror_someone_changed_is_refused_with_advice_that_keeps_it(
     assert isinstance(step, Blocked) and "dropped by someone else" in step.reason
     assert "rollback_to_snapshot('<mirror>', 5)" in restore_advice(m)
     assert "Do not drop the mirror" in step.reason and "nothing was written or truncated" in step.reason
+
+
+@pytest.mark.parametrize("props, found", [
+    ({}, None),
+    ({"gc.enabled": "false"}, "gc.enabled=false"),
+    ({"write.data.path": "s3://lake/elsewhere/data"}, "outside its location"),
+])
+def test_a_readonly_mirror_to_be_made_anew_is_not_when_its_metadata_shows_the_drop_would_delete_others_files(
+        props, found):
+    """Creating a mirror anew drops it, purging every file: on ground its metadata shows is not its own,
+    the planner blocks it (the trigger starts no run that could only fail) and nothing is dropped."""
+    src = dataclasses.replace(SRC, location="s3://lake/wh/sales/t")
+    m = ours(snap(5, None, wap=M1), fields={1: "_olake_id", 2: "v"}, past={(1, "_olake_id"), (2, "v"), (3, "customer")},
+             props=props)
+    m = dataclasses.replace(m, location="s3://lake/wh/sales_cow/t_cow")
+    step = plan_table(src, m, SourceMode.READONLY, TableAsk())
+    if found is None:
+        assert isinstance(step, Merge) and step.rebuild, step
+    else:
+        assert isinstance(step, Blocked) and found in step.reason and "nothing was deleted" in step.reason, step
+        assert "column customer of the mirror was dropped" in step.reason
+    # the same ground with no column changed: rebuilt in place (nothing dropped), not blocked
+    same = dataclasses.replace(m, fields=dict(SRC.fields), past_fields=SRC.past_fields)
+    assert not isinstance(plan_table(src, same, SourceMode.READONLY, TableAsk()), Blocked)
 
 
 # --- another job's truncates of a readonly mirror's source ----------------------------------------------

@@ -20,12 +20,12 @@ therefore never read again. Per key, the last interval that touches it decides; 
 newest visible row (by `_cdc_timestamp`, then `_olake_timestamp`) wins, and a key with no visible
 row left is deleted.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots, truncated_into
 from .errors import ResyncNeededError
-from .identity import foreign_change, restore_advice
+from .identity import foreign_change, ground_problem, layout_change, restore_advice, state_ground
 from .snapshots import Operation, Snapshot, TableState, ancestors
 from .steps import NO_SNAPSHOTS, UP_TO_DATE, Advance, Blocked, Done, Merge, Properties, Publish, Step
 
@@ -84,12 +84,28 @@ def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: M
                      f"{target_id} were expired, so what changed in between cannot be read")
 
 
+def _unremovable(source: TableState, mirror: TableState) -> Optional[str]:
+    """Why a mirror a rebuild must create anew (someone changed its columns or format version) cannot be
+    dropped, from metadata alone (core/identity.py ground_problem: gc.enabled=false, folders outside
+    its location or in OLake's): the drop purges every file. The job also checks what only its
+    manifests show, before it drops."""
+    change = layout_change(source, mirror)
+    mine = state_ground(mirror)
+    if change is None or mine is None:
+        return None
+    problem = ground_problem(replace(mine, name="the mirror"), "dropping it to create it anew", state_ground(source))
+    return None if problem is None else f"the mirror must be created anew ({change}), but {problem}"
+
+
 def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None,
          rebuild_reason: Optional[str] = None) -> Step:
     """The next step; `rebuild_reason`: why to rebuild the mirror whatever its checkpoint says."""
     pos = _position(source, mirror, target_id, rebuild_reason)
     if not isinstance(pos, _Position):
         return pos
+    unremovable = _unremovable(source, mirror) if pos.since is None and mirror.exists else None
+    if unremovable:
+        return Blocked(unremovable)
     truncated = truncated_by_another(source, mirror) if pos.since is None and mirror.exists else ""
     if truncated:
         # A rebuild reads OLake's table as it is now: the rows that job moved out would be lost.
