@@ -631,3 +631,28 @@ def test_tables_someone_turned_gc_off_on_lose_no_file_to_the_job(make_lake, dest
     code, result = lake.run_summary()
     assert code == 0 and result["repaired"] == 1, result
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+@pytest.mark.parametrize("mode", ["readonly", "truncate"])
+def test_a_mirror_whose_mode_property_someone_edited_is_refused_not_run_in_the_other_mode(make_lake, destinations,
+                                                                                            mode):
+    """The mirror's olake-cow.source-mode edited to the other mode, its checkpoint left as the job set
+    it: neither guess is safe (a truncate run of a readonly mirror truncates OLake's table; a readonly
+    rebuild of a truncate mirror loses the rows only it holds), so a run with no --source-mode is
+    refused (exit 2) naming both; OLake's table and the mirror are unchanged and the trigger starts no
+    run. Set back (the advice), the run merges and the mirror equals the resolved source."""
+    lake = make_lake(destinations["hadoop"], "hadoop", mode)
+    make(lake)
+    assert lake.run() == 0
+    other = "truncate" if mode == "readonly" else "readonly"
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.source-mode'='{other}')")
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}])
+    before = (lake.source("t").metadata_location, lake.mirror("t").current_id)
+    assert lake.run_raw() == 2  # no --source-mode: the mirror's own mode is all there is to go by
+    assert (lake.source("t").metadata_location, lake.mirror("t").current_id) == before
+    check = trigger_check(lake)
+    assert check.blocked and f"checkpoint is a {mode}-mode one" in str(check.refused), check
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.source-mode'='{mode}')")
+    assert lake.run_raw() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)

@@ -165,6 +165,22 @@ def test_a_readonly_mirror_to_be_made_anew_is_not_when_its_metadata_shows_the_dr
     assert not isinstance(plan_table(src, same, SourceMode.READONLY, TableAsk()), Blocked)
 
 
+@pytest.mark.parametrize("recorded, refused", [("readonly", False), ("truncate", True), ("bogus", False),
+                                               (None, False)])
+def test_a_mode_property_that_contradicts_the_checkpoint_is_refused_before_anything_runs(recorded, refused):
+    """A readonly checkpoint (it carries a sequence number) under a property someone set to truncate: a
+    truncate run would truncate OLake's table. A value that is no mode is the checkpoint's to decide."""
+    from olake_cow.core.errors import SourceModeError
+    from olake_cow.core.modes import MODE_PROPERTY, resolve_mode
+
+    m = ours(snap(5, None, wap=M1), props={MODE_PROPERTY: recorded} if recorded else {})
+    if refused:
+        with pytest.raises(SourceModeError, match="checkpoint is a readonly-mode one"):
+            resolve_mode(SRC, m, None, "sales_cow.t_cow")
+    else:
+        assert resolve_mode(SRC, m, None, "sales_cow.t_cow") == SourceMode.READONLY
+
+
 # --- another job's truncates of a readonly mirror's source ----------------------------------------------
 def test_another_jobs_truncate_alone_is_not_a_change_of_a_readonly_mirror():
     src = table(snap(1, None), snap(2, 1, "delete", boundary=True, adds=0, removes=3), uuid=UUID)

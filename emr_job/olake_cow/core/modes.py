@@ -65,6 +65,9 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     mode, and before the first build of a mirror of a table another job truncates (it would lack the
     rows that job moved out)."""
     built = built_mode(source, mirror, mirror_name)
+    edited = _edited_mode(mirror, mirror_name)
+    if edited:
+        raise SourceModeError(edited)
     if built is None:
         into = truncated_into(source)  # not this mirror's: built_mode would have said truncate
         if into:
@@ -73,6 +76,23 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     if requested is not None and requested != built:
         raise SourceModeError(switch_advice(mirror_name, built, requested))
     return built
+
+
+def _edited_mode(mirror: TableState, mirror_name: str) -> Optional[str]:
+    """Why the mirror's mode cannot be told: its mode property and its checkpoint (set with every
+    merge) say different modes, so someone edited one. Either guess could cost data: a truncate run
+    truncates OLake's table, a readonly rebuild of a truncate mirror drops the rows only it holds."""
+    recorded = mirror.properties.get(MODE_PROPERTY) if mirror.exists else None
+    checkpoint = find_checkpoint(mirror) if recorded in {m.value for m in SourceMode} else None
+    if checkpoint is None:
+        return None
+    held = SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
+    if recorded == held.value:
+        return None
+    return (f"{mirror_name}'s {MODE_PROPERTY} is {recorded!r} but its checkpoint is a {held.value}-mode one: someone "
+            "edited one of them, and the job cannot tell which mode the mirror was built in. Nothing was written or "
+            f"truncated. If it was built in {held.value} mode, set the property back (ALTER TABLE {mirror_name} SET "
+            f"TBLPROPERTIES ('{MODE_PROPERTY}'='{held.value}'))")
 
 
 def _same_name(a: str, b: str) -> bool:
