@@ -145,8 +145,8 @@ def test_bad_maintenance_options_are_refused(rlake, capsys, args, why):
     assert why in capsys.readouterr().err
 
 
-def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
-    lake = rlake
+def _scattered(lake):
+    """The mirror of 400 rows scattered over many small files; returns a count of its live files."""
     mirrored(lake, 400)
     # Scatter the mirror over many small files (same rows), as many small merges would: written and
     # published the way the job publishes (staged under its checkpoint's marker, then fast-forwarded),
@@ -166,7 +166,12 @@ def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
     mirror = lake.mirror("t")
     [staged] = [s for s in mirror.snapshots if s.summary.get("wap.id") == marker and s.parent_id == mirror.current_id]
     spark.sql(f"CALL {lake.catalog}.system.cherrypick_snapshot('{lake.cow_ns}.t_cow', {staged.snapshot_id})")
-    live = lambda: spark.sql(f"SELECT count(*) FROM {lake.mirror_q('t')}.files").collect()[0][0]  # noqa: E731
+    return lambda: spark.sql(f"SELECT count(*) FROM {lake.mirror_q('t')}.files").collect()[0][0]
+
+
+def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
+    lake = rlake
+    live = _scattered(lake)
     before = live()
     assert before >= 4
     lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "u", "v": 777}, {"_olake_id": "8", "_op_type": "d"}])
@@ -175,6 +180,25 @@ def test_compaction_merges_small_files_and_keeps_rows(rlake, tmp_path):
     assert summary["tables"][0]["merges"] == 1
     assert summary["tables"][0]["maintenance"]["files_compacted"] >= before - 1
     assert live() < before / 2
+    lake.assert_mirror_matches("t")
+
+
+def test_compaction_alone_writes_what_every_reader_reads_whatever_a_user_set(rlake, tmp_path):
+    """A maintenance-only compaction (no merge to reset them first) on a mirror whose data file format
+    and codec someone set to what pyiceberg or DuckDB cannot read, and whose write modes to the
+    other format's: they are reset before it rewrites, and every reader reads the result."""
+    lake = rlake
+    live = _scattered(lake)
+    before = live()
+    other = "copy-on-write" if lake.fmt == "dv" else "merge-on-read"
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.format.default'='avro', "
+                          f"'write.parquet.compression-codec'='lz4', 'write.delete.mode'='{other}')")
+    code, summary = run_with_summary(lake, tmp_path, "--maintenance-only", "--compact-files")
+    assert code == 0, summary
+    assert summary["tables"][0]["maintenance"]["files_compacted"] >= before - 1
+    props = lake.mirror("t").properties
+    assert (props["write.format.default"], props["write.parquet.compression-codec"]) == ("parquet", "zstd")
+    assert props["write.delete.mode"] != other
     lake.assert_mirror_matches("t")
 
 

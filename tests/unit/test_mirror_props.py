@@ -3,7 +3,7 @@ job cannot write with is reset before the merge, and a mirror as the job made it
 import pytest
 
 from olake_cow.core.formats import MirrorFormat
-from olake_cow.core.mirror_props import kept_properties, new_mirror_properties
+from olake_cow.core.mirror_props import kept_properties, new_mirror_properties, rewrite_properties
 from olake_cow.core.modes import DeleteMode, SourceMode
 from olake_cow.core.snapshots import TableState
 
@@ -40,3 +40,13 @@ def test_write_modes_of_the_other_format_and_a_file_format_readers_cannot_read_a
         changed = kept_properties(made(MirrorFormat.COW, **{"write.parquet.compression-codec": codec}),
                                   SourceMode.READONLY, "sales.t", None)
         assert changed == ({"write.parquet.compression-codec": kept} if kept else {}), codec
+
+
+def test_a_rewrite_without_a_merge_resets_only_what_writes_use():
+    """Compaction and folding may run without a merge before them: the write settings are reset for
+    them, and nothing else a merge keeps (the mode, the file size) is touched."""
+    m = made(MirrorFormat.DV, **{"write.merge.mode": "copy-on-write", "write.format.default": "orc",
+                                 "write.parquet.compression-codec": "lz4", "write.wap.enabled": "false"})
+    assert rewrite_properties(m) == {"write.merge.mode": "merge-on-read", "write.format.default": "parquet",
+                                     "write.parquet.compression-codec": "zstd"}
+    assert rewrite_properties(made(MirrorFormat.COW)) == {}

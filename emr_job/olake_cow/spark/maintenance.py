@@ -21,6 +21,7 @@ from ..core.maintenance import (
     source_cutoff,
     timestamp_literal,
 )
+from ..core.mirror_props import rewrite_properties
 from ..core.modes import MirrorFormat
 from ..core.snapshots import TableState
 from .catalog import IcebergCatalog
@@ -197,6 +198,10 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
                      fmt: MirrorFormat, out: MaintenanceResult, source: Optional[Tuple[str, str]]) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
+    if m.compact_files or (m.fold_deletes and FORMATS[fmt].folds_deletes):
+        reset = rewrite_properties(catalog.state(ns, name), pair.source)  # as before a merge
+        if reset:
+            catalog.set_properties(ns, name, reset)
     if m.compact_files:
         worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
         done.append("compact_files")
