@@ -117,19 +117,35 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
     return checked(args, sm, s3, glue)[0]
 
 
-def mode_conflict(stack: str, namespaces: Sequence[str], mode: str, others: Dict[str, Dict[str, str]]) -> Optional[str]:
-    """Why this stack may not mirror `namespaces` in `mode`: another stack mirrors one of them in the
-    other source mode, or truncates it too. One source, one truncating job: a truncate empties
-    OLake's table under every other mirror of it."""
-    for name, params in sorted(others.items()):
-        theirs = awsenv.name_list(params.get("SourceNamespaces", ""))
-        their_mode = params.get("SourceMode") or "readonly"
-        shared = [ns for ns in namespaces if ns in theirs or "*" in theirs or "*" in namespaces]
-        if shared and "truncate" in (mode, their_mode):
+# Stack parameters two stacks mirroring one namespace must agree on: both write its mirrors (<ns>_cow).
+# Another delete mode rebuilds a mirror at each run of the other; another format is refused at each.
+SHARED_SETTINGS = (("DeleteMode", "keep"), ("MirrorFormat", ""))
+
+
+def mode_conflict(stack: str, namespaces: Sequence[str], mode: str, others: Dict[str, Dict[str, str]],
+                  params: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """Why this stack (its parameters `params`) may not mirror `namespaces` in `mode`: another stack
+    mirrors one of them in the other source mode, or truncates it too (one source, one truncating
+    job: a truncate empties OLake's table under every other mirror of it), or writes its mirrors
+    with another delete mode or mirror format."""
+    for name, theirs in sorted(others.items()):
+        listed = awsenv.name_list(theirs.get("SourceNamespaces", ""))
+        their_mode = theirs.get("SourceMode") or "readonly"
+        shared = [ns for ns in namespaces if ns in listed or "*" in listed or "*" in namespaces]
+        if not shared:
+            continue
+        if "truncate" in (mode, their_mode):
             return (f"namespace {shared[0]} is mirrored by stack {name!r} in {their_mode} mode, and stack {stack!r} "
                     f"would mirror it in {mode} mode: a truncate-mode stack empties OLake's table under every other "
                     "mirror of it, so one source has one truncating stack and no other. Deploy this stack for other "
                     "namespaces, or in the same mode beside a readonly one")
+        for key, default in SHARED_SETTINGS:
+            mine, other = (params or {}).get(key) or default, theirs.get(key) or default
+            if mine != other:
+                return (f"namespace {shared[0]} is mirrored by stack {name!r} with {key}={other!r}, and stack "
+                        f"{stack!r} would write the same mirrors ({shared[0]}{MIRROR_NAMESPACE_SUFFIX}) with "
+                        f"{key}={mine!r}: each stack's runs would rebuild or refuse what the other's wrote. Give "
+                        f"this stack {key}={other!r}, or deploy it for other namespaces")
     return None
 
 
@@ -149,7 +165,7 @@ def checked(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
     namespaces = _namespaces(args.namespaces, cfg)
     if cfn is not None:
         conflict = mode_conflict(stack, namespaces, extra.get("SourceMode", "readonly"),
-                                 awsenv.olake_cow_stacks(cfn, exclude=stack))
+                                 awsenv.olake_cow_stacks(cfn, exclude=stack), extra)
         if conflict:
             raise awsenv.SetupError(conflict)
     protected = [("the warehouse", (warehouse_bucket, prefix))]

@@ -40,6 +40,9 @@ def test_two_stacks_on_one_bucket_never_touch_each_other(clone, moto_url, client
     # one source, one truncating stack: stack-a mirrors sales readonly
     code, out = moto.deploy("stack-c", NAMESPACES="sales", EXTRA_PARAMS="SourceMode=truncate", **common)
     assert code == 2 and "namespace sales is mirrored by stack 'stack-a' in readonly mode" in out, out
+    # a second readonly stack of sales writes the same mirrors: with another delete mode, refused
+    code, out = moto.deploy("stack-c", NAMESPACES="sales", EXTRA_PARAMS="DeleteMode=hard", **common)
+    assert code == 2 and "mirrored by stack 'stack-a' with DeleteMode='keep'" in out, out
     maintenance = '{"expire_mirror_hours": 168, "compact_files": true}'  # spaces and JSON in one parameter
     code, out = moto.deploy("stack-b", NAMESPACES="crm",
                             EXTRA_PARAMS=f"MirrorFormat=dv ScheduleMaintenance={maintenance}", **common)

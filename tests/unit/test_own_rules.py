@@ -293,6 +293,22 @@ def test_one_source_has_one_truncating_stack_and_no_other():
     assert mode_conflict("new", ["ops"], "truncate", {"all": {"SourceNamespaces": "*"}}) is not None
 
 
+def test_two_readonly_stacks_of_one_namespace_write_its_mirrors_alike():
+    """Both write <ns>_cow: another delete mode would rebuild the mirrors at each run of either stack,
+    another mirror format have each stack's runs refused on the other's mirrors."""
+    from infra.preflight import mode_conflict
+
+    others = {"ro": {"SourceNamespaces": "sales", "SourceMode": "readonly", "DeleteMode": "keep", "MirrorFormat": ""}}
+    assert mode_conflict("new", ["sales"], "readonly", others, {}) is None  # the defaults are keep and ""
+    assert mode_conflict("new", ["sales"], "readonly", others, {"DeleteMode": "keep"}) is None
+    hard = mode_conflict("new", ["sales"], "readonly", others, {"DeleteMode": "hard"})
+    assert "with DeleteMode='keep'" in hard and "sales_cow" in hard and "DeleteMode='hard'" in hard
+    assert "MirrorFormat=''" in mode_conflict("new", ["sales"], "readonly", others, {"MirrorFormat": "dv"})
+    assert mode_conflict("new", ["crm"], "readonly", others, {"DeleteMode": "hard"}) is None  # not shared
+    assert mode_conflict("new", ["crm"], "readonly", {"all": {"SourceNamespaces": "*", "MirrorFormat": "dv"}},
+                         {}) is not None
+
+
 def test_the_columns_of_a_recreated_source_are_not_held_against_the_mirror():
     recreated = table(snap(1, None), uuid="new-uuid", fields={1: "_olake_id", 2: "v"})
     assert foreign_change(ours(snap(5, None, wap=M1)), recreated) is None  # `customer` is no user's addition
