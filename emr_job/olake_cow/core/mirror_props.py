@@ -44,7 +44,10 @@ def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, targ
     wanted = {MODE_PROPERTY: mode.value, MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: source_name}
     wanted.update({k: v for k, v in MANIFEST_MERGE.items() if k not in mirror.properties})  # older mirrors
     wanted[WAP_ENABLED] = "true"  # every Spark merge is staged and audited before it is published
-    wanted.update(_write_settings(mirror))
+    fmt = built_format(mirror)
+    if fmt is not None:  # a cow merge that wrote deletes, or a dv merge that rewrote files, fails its audit
+        wanted.update(FORMATS[fmt].write_modes())
+    wanted.update(_file_settings(mirror))
     if target_file_mb:
         wanted[TARGET_FILE_SIZE] = target_file_size(target_file_mb)
     elif TARGET_FILE_SIZE in mirror.properties and usable_file_size(mirror.properties[TARGET_FILE_SIZE]) is None:
@@ -52,14 +55,10 @@ def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, targ
     return _changed(mirror, wanted, table)
 
 
-def _write_settings(mirror: TableState) -> Dict[str, str]:
-    """What every write into the mirror (a merge, a compaction) needs of its properties: its format's
-    write modes (a cow merge that wrote deletes, or a dv merge that rewrote files, fails its audit),
-    Parquet data files, and a codec every reader reads."""
+def _file_settings(mirror: TableState) -> Dict[str, str]:
+    """What every file written into the mirror (by a merge, a compaction) needs of its properties:
+    Parquet, and a codec every reader reads."""
     wanted: Dict[str, str] = {}
-    fmt = built_format(mirror)
-    if fmt is not None:
-        wanted.update(FORMATS[fmt].write_modes())
     if str(mirror.properties.get(FILE_FORMAT, "parquet")).lower() != "parquet":
         wanted[FILE_FORMAT] = "parquet"
     (codec_key, codec), = COMPRESSION.items()
@@ -70,8 +69,8 @@ def _write_settings(mirror: TableState) -> Dict[str, str]:
 
 def rewrite_properties(mirror: TableState, table: str = "") -> Dict[str, str]:
     """The properties to set before maintenance rewrites the mirror's files (compaction, folding),
-    which may run without a merge to set them first."""
-    return _changed(mirror, _write_settings(mirror), table)
+    which may run without a merge to set them first (write modes do not steer a rewrite)."""
+    return _changed(mirror, _file_settings(mirror), table)
 
 
 def _changed(mirror: TableState, wanted: Dict[str, str], table: str) -> Dict[str, str]:
