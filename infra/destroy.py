@@ -182,21 +182,22 @@ def _mirror_entry(s3: "S3Client", ns: str, t: Dict, warehouse: ownership.Locatio
         entry.why_kept = "not in S3"
         return entry
     loc = awsenv.split_s3(location.rstrip("/"), f"{database}.{t['Name']} location")
-    entry.why_kept = _why_data_kept(loc, metadata, warehouse, sources, state)
+    gc_off = identity.gc_disabled(state.properties) if state is not None else None
+    entry.why_kept = _why_data_kept(loc, metadata, warehouse, sources, gc_off)
     if not entry.why_kept:
         entry.location, entry.uuid = loc, state.uuid if state is not None else None
-    elif state is not None and identity.gc_disabled(state.properties) is not None:
+    elif gc_off is not None:
         entry.places = _places(location, state)  # its files stay: nothing else removed may reach them
     return entry
 
 
 def _why_data_kept(loc: ownership.Location, metadata: str, warehouse: ownership.Location,
-                   sources: List[Tuple[str, ownership.Location]], state: Optional[TableState]) -> str:
-    """Why a dropped mirror's objects are not removed ("" when they are)."""
+                   sources: List[Tuple[str, ownership.Location]], gc_off: Optional[str]) -> str:
+    """Why a dropped mirror's objects are not removed ("" when they are); `gc_off`: its gc.enabled
+    when it turns deleting off."""
     clash = [what for what, other in sources if awsenv.overlaps(loc, other)]
     if loc[0] == warehouse[0] and awsenv.within(warehouse[1], loc[1]):
         clash.append("the warehouse")
-    gc_off = identity.gc_disabled(state.properties) if state is not None else None
     if not loc[1]:
         return "its location is a bucket root"
     if clash:

@@ -119,7 +119,7 @@ def check(args: argparse.Namespace, sm: Any, s3: Optional["S3Client"] = None,
 
 # Stack parameters two stacks mirroring one namespace must agree on: both write its mirrors (<ns>_cow).
 # Another delete mode rebuilds a mirror at each run of the other; another format is refused at each.
-SHARED_SETTINGS = (("DeleteMode", "keep"), ("MirrorFormat", ""))
+SHARED_SETTINGS = ("DeleteMode", "MirrorFormat")
 
 
 def mode_conflict(stack: str, namespaces: Sequence[str], mode: str, others: Dict[str, Dict[str, str]],
@@ -139,8 +139,9 @@ def mode_conflict(stack: str, namespaces: Sequence[str], mode: str, others: Dict
                     f"would mirror it in {mode} mode: a truncate-mode stack empties OLake's table under every other "
                     "mirror of it, so one source has one truncating stack and no other. Deploy this stack for other "
                     "namespaces, or in the same mode beside a readonly one")
-        for key, default in SHARED_SETTINGS:
-            mine, other = (params or {}).get(key) or default, theirs.get(key) or default
+        defaults = stack_params.with_defaults({}, stack_params.load_template())  # a value not given: the template's
+        for key in SHARED_SETTINGS:
+            mine, other = (params or {}).get(key) or defaults[key], theirs.get(key) or defaults[key]
             if mine != other:
                 return (f"namespace {shared[0]} is mirrored by stack {name!r} with {key}={other!r}, and stack "
                         f"{stack!r} would write the same mirrors ({shared[0]}{MIRROR_NAMESPACE_SUFFIX}) with "

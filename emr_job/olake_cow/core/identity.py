@@ -410,12 +410,12 @@ def ground_problem(mine: Ground, what: str, other: Optional[Ground] = None) -> O
     return None
 
 
-def state_ground(table: TableState) -> Optional[Ground]:
+def state_ground(table: TableState, name: str = "") -> Optional[Ground]:
     """A table's ground as its metadata tells it: location and folders (its files are in its
     manifests). None when the table or its location is not known."""
     if not (table.exists and table.location):
         return None
-    return Ground("", table.location, table_folders(table.location, table.properties),
+    return Ground(name, table.location, table_folders(table.location, table.properties),
                   gc_off=gc_disabled(table.properties))
 
 

@@ -28,6 +28,15 @@ class SourceMode(str, Enum):
 DEFAULT_SOURCE_MODE = SourceMode.READONLY
 
 
+def checkpoint_mode(mirror: TableState) -> Optional[SourceMode]:
+    """The mode the mirror's checkpoint was set in (a readonly one carries the source snapshot's
+    sequence number, a truncate one names a boundary); None without a checkpoint."""
+    checkpoint = find_checkpoint(mirror)
+    if checkpoint is None:
+        return None
+    return SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
+
+
 def built_mode(source: TableState, mirror: TableState, mirror_name: str = "") -> Optional[SourceMode]:
     """The mode the mirror (`mirror_name`: `<namespace>.<table>`) was built with, from the tables'
     metadata; None before its first build."""
@@ -35,9 +44,9 @@ def built_mode(source: TableState, mirror: TableState, mirror_name: str = "") ->
         recorded = mirror.properties.get(MODE_PROPERTY)
         if recorded in (SourceMode.READONLY.value, SourceMode.TRUNCATE.value):
             return SourceMode(recorded)
-        checkpoint = find_checkpoint(mirror)
-        if checkpoint is not None:
-            return SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
+        held = checkpoint_mode(mirror)
+        if held is not None:
+            return held
     # A truncate-mode run that closed a change set but had not built the mirror yet: OLake's table
     # names the mirror it truncates into (older runs left only their boundaries).
     into = truncated_into(source)
@@ -52,10 +61,7 @@ def holds_only_copy(mirror: TableState) -> bool:
     """Whether a mirror may hold the only complete copy of its table's data (built in truncate mode:
     OLake's table keeps only the changes since the last run). Its mode property or its checkpoint
     saying so is enough: one edited marker does not make it a copy someone may drop."""
-    if mirror.properties.get(MODE_PROPERTY) == SourceMode.TRUNCATE.value:
-        return True
-    checkpoint = find_checkpoint(mirror)
-    return checkpoint is not None and checkpoint.sequence_number is None
+    return SourceMode.TRUNCATE in (mirror.properties.get(MODE_PROPERTY), checkpoint_mode(mirror))
 
 
 def resolve_mode(source: TableState, mirror: TableState, requested: Optional[SourceMode],
@@ -83,11 +89,8 @@ def _edited_mode(mirror: TableState, mirror_name: str) -> Optional[str]:
     merge) say different modes, so someone edited one. Either guess could cost data: a truncate run
     truncates OLake's table, a readonly rebuild of a truncate mirror drops the rows only it holds."""
     recorded = mirror.properties.get(MODE_PROPERTY) if mirror.exists else None
-    checkpoint = find_checkpoint(mirror) if recorded in {m.value for m in SourceMode} else None
-    if checkpoint is None:
-        return None
-    held = SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
-    if recorded == held.value:
+    held = checkpoint_mode(mirror) if recorded in {m.value for m in SourceMode} else None
+    if held is None or recorded == held.value:
         return None
     return (f"{mirror_name}'s {MODE_PROPERTY} is {recorded!r} but its checkpoint is a {held.value}-mode one: someone "
             "edited one of them, and the job cannot tell which mode the mirror was built in. Nothing was written or "

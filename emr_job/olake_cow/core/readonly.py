@@ -20,7 +20,7 @@ therefore never read again. Per key, the last interval that touches it decides; 
 newest visible row (by `_cdc_timestamp`, then `_olake_timestamp`) wins, and a key with no visible
 row left is deleted.
 """
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots, truncated_into
@@ -90,10 +90,10 @@ def _unremovable(source: TableState, mirror: TableState) -> Optional[str]:
     its location or in OLake's): the drop purges every file. The job also checks what only its
     manifests show, before it drops."""
     change = layout_change(source, mirror)
-    mine = state_ground(mirror)
+    mine = state_ground(mirror, "the mirror")
     if change is None or mine is None:
         return None
-    problem = ground_problem(replace(mine, name="the mirror"), "dropping it to create it anew", state_ground(source))
+    problem = ground_problem(mine, "dropping it to create it anew", state_ground(source))
     return None if problem is None else f"the mirror must be created anew ({change}), but {problem}"
 
 

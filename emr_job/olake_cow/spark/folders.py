@@ -1,7 +1,7 @@
 """What lies under a table's folders, through the table's own FileIO (S3FileIO, S3 Tables,
 vended credentials; never a Hadoop file system): the folders Iceberg writes its files to, and
 whether a location already holds files before a mirror is created there."""
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from ..core.identifiers import qualified
 from ..core.identity import Ground, gc_disabled, ground_problem, table_folders
@@ -14,11 +14,6 @@ def lists_by_prefix(catalog: IcebergCatalog, io: JavaObject) -> bool:
     kind = catalog.jvm.java.lang.Class.forName("org.apache.iceberg.io.SupportsPrefixOperations", True,
                                                io.getClass().getClassLoader())
     return bool(kind.isInstance(io))
-
-
-def file_folders(table: JavaObject) -> List[str]:
-    """The folders the table's data and metadata files are written to (core/identity.py table_folders)."""
-    return list(table_folders(str(table.location()), dict(table.properties())))
 
 
 def all_files(catalog: IcebergCatalog, ns: str, table: str) -> Dict[str, int]:
@@ -34,8 +29,9 @@ def ground(catalog: IcebergCatalog, ns: str, table: str, files: Optional[Iterabl
     `loaded`: the table, if the caller has them."""
     t = catalog.load(ns, table) if loaded is None else loaded
     held = all_files(catalog, ns, table) if files is None else files
-    return Ground(f"{ns}.{table}", str(t.location()), tuple(file_folders(t)), tuple(held),
-                  gc_disabled(dict(t.properties())))
+    location, properties = str(t.location()), dict(t.properties())
+    return Ground(f"{ns}.{table}", location, table_folders(location, properties), tuple(held),
+                  gc_disabled(properties))
 
 
 def ground_problem_of(catalog: IcebergCatalog, mine: Ground, what: str,

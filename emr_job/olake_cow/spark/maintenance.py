@@ -198,14 +198,16 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
                      fmt: MirrorFormat, out: MaintenanceResult, source: Optional[Tuple[str, str]]) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
-    if m.compact_files or (m.fold_deletes and FORMATS[fmt].folds_deletes):
-        reset = rewrite_properties(catalog.state(ns, name), pair.source)  # as before a merge
+    folds = m.fold_deletes and FORMATS[fmt].folds_deletes
+    if m.compact_files or folds:
+        state = catalog.state(ns, name)
+        reset = rewrite_properties(state, pair.source)  # as before a merge
         if reset:
-            catalog.set_properties(ns, name, reset)
+            catalog.set_properties(ns, name, reset)  # not the file size compaction reads from `state`
     if m.compact_files:
-        worker.compact(ns, name, m.ratio, compaction_file_bytes(catalog.state(ns, name)), out)
+        worker.compact(ns, name, m.ratio, compaction_file_bytes(state), out)
         done.append("compact_files")
-    if m.fold_deletes and FORMATS[fmt].folds_deletes:
+    if folds:
         worker.fold(ns, name, m.ratio, out)
         done.append("fold_deletes")
     if m.rewrite_manifests:
