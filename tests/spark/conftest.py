@@ -169,11 +169,25 @@ def _lake(request, spark, destinations, tmp_root, kind="hadoop", mode="readonly"
 LAKE_VARIANTS = [(m, f, "spark") for m in MODES for f in FORMATS] + [("readonly", "cow", "python")]
 
 
-@pytest.fixture(params=LAKE_VARIANTS, ids=lambda p: f"{p[0]}-{p[1]}" + ("-python" if p[2] == "python" else ""))
+def _variant_id(p):
+    return f"{p[0]}-{p[1]}" + ("-python" if p[2] == "python" else "")
+
+
+@pytest.fixture(params=LAKE_VARIANTS, ids=_variant_id)
 def lake(request, spark, destinations, tmp_root):
     """Every source mode x every mirror format (Hadoop catalog), and the python engine's readonly cow
     (JDBC catalog): the merge's behaviour. A test about what only Spark does skips the python one
     (`spark_only`)."""
+    return _variant(request, spark, destinations, tmp_root)
+
+
+@pytest.fixture(params=[v for v in LAKE_VARIANTS if v[0] == "readonly"], ids=_variant_id)
+def rlake_engines(request, spark, destinations, tmp_root):
+    """The `lake` variants of readonly mode: each mirror format on Spark, and the python engine's."""
+    return _variant(request, spark, destinations, tmp_root)
+
+
+def _variant(request, spark, destinations, tmp_root):
     mode, fmt, engine = (*request.param, "spark")[:3]  # a test's own (mode, format) pairs are Spark's
     if engine == "python":
         marker = request.node.get_closest_marker("spark_only")

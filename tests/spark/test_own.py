@@ -656,3 +656,68 @@ def test_a_mirror_whose_mode_property_someone_edited_is_refused_not_run_in_the_o
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.source-mode'='{mode}')")
     assert lake.run_raw() == 0
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def _stage_as_the_job(lake, wap_id, sql):
+    """Someone runs `sql` on the mirror under the job's WAP id `wap_id` (Spark's write-audit-publish
+    stages it); returns the staged snapshot's id."""
+    spark = lake.writer.spark
+    spark.conf.set("spark.wap.id", wap_id)
+    try:
+        spark.sql(sql)
+    finally:
+        spark.conf.unset("spark.wap.id")
+    mirror = lake.mirror("t")
+    [staged] = [s.snapshot_id for s in mirror.snapshots
+                if s.summary.get("wap.id") == wap_id and s.parent_id == mirror.current_id]
+    return staged
+
+
+def test_a_commit_someone_published_under_the_jobs_wap_id_is_not_taken_for_the_jobs(lake):
+    """Someone stages a DELETE on the mirror under the WAP id of the job's last publish and
+    cherry-picks it: the current snapshot carries the job's marker, and the job's data checkpoint
+    matches it. It is not the snapshot the job published (recorded in its publish commit), so the
+    trigger sees it, a readonly mirror is rebuilt from OLake's table, and a truncate mirror (the only
+    complete copy) is refused with advice naming the job's snapshot, not the forged one; following it
+    loses nothing."""
+    make(lake)
+    assert lake.run() == 0
+    marker = lake.mirror("t").properties["olake-cow.data-checkpoint"]
+    forged = _stage_as_the_job(lake, marker, f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.cherrypick_snapshot('{lake.cow_ns}.t_cow', {forged})")
+    assert lake.mirror("t").current_id == forged
+    check = trigger_check(lake)
+    assert (check.blocked if lake.mode == "truncate" else check.merge is not None), check
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44}])
+    code, result = lake.run_summary()
+    if lake.mode == "readonly":
+        assert code == 0 and result["repaired"] == 1, result
+        assert any("is not snapshot" in n and "committed by someone else" in n for n in result["notes"]), result
+    else:
+        assert code == 1 and "committed by someone else" in result["error"] and keeps_data(result["error"]), result
+        snapshot = int(re.search(r"rollback_to_snapshot\('<mirror>', (\d+)\)", result["error"]).group(1))
+        assert snapshot != forged
+        lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
+        assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_merge_someone_staged_under_the_jobs_wap_id_is_never_published_by_the_job(rlake_engines):
+    """Someone stages, under the WAP id the job's next merge will use, a DELETE of a row OLake's change
+    does not touch, which a cow mirror's audit passes (the change set upserts two keys, a tombstone
+    kept, and deletes a third).
+    The job publishes only a staged merge it recorded as its own: it merges the change itself, and
+    the mirror equals the resolved source."""
+    lake = rlake_engines
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}], pure_deletes=["5"])
+    source = lake.source("t")
+    current = source.snapshot(source.current_id)
+    wap_id = f"olake-cow:{source.uuid}:{current.snapshot_id}:{current.sequence_number}"
+    forged = _stage_as_the_job(lake, wap_id, f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    assert forged not in {s.snapshot_id for s in ancestors(lake.mirror("t"))[0]}
+    lake.assert_mirror_matches("t", engines=ONE_READER)

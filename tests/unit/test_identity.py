@@ -4,7 +4,13 @@ import dataclasses
 
 import pytest
 
-from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker
+from olake_cow.core.checkpoint import (
+    CHECKPOINT_PROPERTY,
+    DATA_CHECKPOINT_PROPERTY,
+    DATA_SNAPSHOT_PROPERTY,
+    REJECTED_PROPERTY,
+    Marker,
+)
 from olake_cow.core.identity import (
     MADE_BY,
     MADE_BY_PROPERTY,
@@ -20,6 +26,7 @@ from olake_cow.core.identity import (
     location_problem,
     mirror_ground_problem,
     ownership,
+    restore_advice,
     source_problem,
 )
 from olake_cow.core.modes import SourceMode
@@ -70,6 +77,20 @@ def test_a_rollback_to_an_older_publish_is_foreign():
     assert "holds source snapshot 10, not 20" in foreign_change(m)
     before_any = mirror(snap(0, None, "append"), snap(1, 0, wap=M1), current=0, **{DATA_CHECKPOINT_PROPERTY: M1})
     assert foreign_change(before_any) is not None
+
+
+def test_a_commit_someone_published_under_the_jobs_wap_id_is_foreign():
+    """The marker is anyone's to stage a commit with; the id of the snapshot the job published, set in
+    the publish's commit, is what tells its own from a forged one (a cherry-pick names it as source)."""
+    ours = {DATA_CHECKPOINT_PROPERTY: M1, DATA_SNAPSHOT_PROPERTY: "1"}
+    forged = mirror(snap(1, None, wap=M1), snap(2, 1, "delete", wap=M1), **ours)
+    assert "snapshot 2 carries the job's checkpoint marker but is not snapshot 1" in foreign_change(forged)
+    assert "rollback_to_snapshot('<mirror>', 1)" in restore_advice(forged)  # the job's, not the forged one
+    assert foreign_change(mirror(snap(1, None, wap=M1), snap(3, 1, "replace"), **ours)) is None
+    picked = Snapshot(5, 4, 5, "append", {"published-wap-id": M1, "source-snapshot-id": "1"})
+    assert foreign_change(mirror(snap(4, None, "replace"), picked, **ours)) is None
+    legacy = mirror(snap(1, None, wap=M1), snap(2, 1, "delete", wap=M1), **{DATA_CHECKPOINT_PROPERTY: M1})
+    assert foreign_change(legacy) is None  # a mirror of an earlier version recorded no id: the marker rule
 
 
 def test_a_rejected_snapshot_made_current_is_foreign():

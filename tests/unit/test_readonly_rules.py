@@ -3,7 +3,7 @@ snapshot lists: no JVM."""
 import pytest
 
 from olake_cow.core import readonly
-from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, Marker, find_checkpoint
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, STAGED_PROPERTY, Marker, find_checkpoint
 from olake_cow.core.errors import ResyncNeededError, SourceModeError
 from olake_cow.core.maintenance import source_cutoff
 from olake_cow.core.modes import SourceMode, built_mode, resolve_mode
@@ -109,8 +109,18 @@ def test_a_recreated_source_rebuilds_the_mirror():
 
 def test_a_merge_staged_by_a_crashed_run_is_published():
     staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
-    step = plan(source(*chain(1, 2, 3, 4)), mirror(2, staged, current=900))
+    step = plan(source(*chain(1, 2, 3, 4)), mirror(2, staged, current=900, props={STAGED_PROPERTY: "901"}))
     assert step == Publish(901, Merge(m(3), 3, False, m(2)))
+
+
+def test_a_snapshot_someone_staged_under_the_jobs_wap_id_is_never_published_by_it():
+    """Only the staged snapshot the job recorded is the job's: anyone can stage one with its WAP id."""
+    forged = Snapshot(902, 900, 902, "delete", {"wap.id": m(3).wap_id})
+    src = source(*chain(1, 2, 3, 4))
+    assert plan(src, mirror(2, forged, current=900)) == Merge(m(4), 4, False, m(2))
+    job = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
+    assert plan(src, mirror(2, job, forged, current=900, props={STAGED_PROPERTY: "901"})) == \
+        Publish(901, Merge(m(3), 3, False, m(2)))
 
 
 def test_a_staged_merge_that_is_no_longer_on_the_current_snapshot_is_redone():
@@ -217,9 +227,10 @@ def test_a_staged_merge_that_failed_its_audit_is_not_published_again():
     from olake_cow.core.checkpoint import REJECTED_PROPERTY, with_rejected
 
     staged = Snapshot(901, 900, 901, "overwrite", {"wap.id": m(3).wap_id})
-    mir = mirror(2, staged, current=900)
+    mir = mirror(2, staged, current=900, props={STAGED_PROPERTY: "901"})
     assert isinstance(plan(source(*chain(1, 2, 3)), mir), Publish)
-    rejected = mirror(2, staged, current=900, props={REJECTED_PROPERTY: with_rejected(mir, 901)})
+    props = {STAGED_PROPERTY: "901", REJECTED_PROPERTY: with_rejected(mir, 901)}
+    rejected = mirror(2, staged, current=900, props=props)
     assert plan(source(*chain(1, 2, 3)), rejected) == Merge(m(3), 3, False, m(2))
 
 

@@ -2,7 +2,7 @@
 import pytest
 
 from olake_cow.core.changesource import for_mode
-from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, Marker
+from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, STAGED_PROPERTY, Marker
 from olake_cow.core.modes import SourceMode
 from olake_cow.core.planner import plan_next as _plan_next
 from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
@@ -102,9 +102,12 @@ def test_cherry_picked_marker_counts_as_published():
 
 def test_staged_merge_on_current_mirror_snapshot_is_published():
     staged = Snapshot(11, 10, 11, "overwrite", {"wap.id": Marker(UUID, 4).wap_id})
-    m = mirror(published(10, None, 2), staged, current=10)
+    m = mirror(published(10, None, 2), staged, current=10, props={STAGED_PROPERTY: "11"})
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True))
     assert plan_next(src, m) == Publish(11, merge(4, 3))
+    # one someone staged under the job's WAP id is not the job's: the change set is merged anew
+    forged = Snapshot(12, 10, 12, "delete", {"wap.id": Marker(UUID, 4).wap_id})
+    assert plan_next(src, mirror(published(10, None, 2), forged, current=10)) == merge(4, 3)
 
 
 def test_staged_merge_that_cannot_fast_forward_is_redone_not_counted():

@@ -21,6 +21,13 @@ CHECKPOINT_PROPERTY = "olake-cow.checkpoint"
 # The marker of the data the mirror's current snapshot holds: set with every publish, never alone
 # (identity.py reads it to tell the job's own checkpoint moves from a rollback of the mirror).
 DATA_CHECKPOINT_PROPERTY = "olake-cow.data-checkpoint"
+# The id of the snapshot that publish made current (a cherry-pick that cannot fast-forward names it
+# as its source snapshot), set with the data checkpoint: anyone can stage a commit under the job's WAP
+# id and publish it, so a marker alone does not make a snapshot the job's.
+DATA_SNAPSHOT_PROPERTY = "olake-cow.data-snapshot"
+# The id of the snapshot the Spark engine staged last, set right after it staged it: a later run
+# publishes a staged snapshot only when it is this one, never one someone staged under the job's id.
+STAGED_PROPERTY = "olake-cow.staged-snapshot"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
 FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
@@ -78,6 +85,18 @@ def marker_of(snap: Snapshot) -> Optional[Marker]:
     return None
 
 
+def recorded_snapshot(mirror: TableState, key: str) -> Optional[int]:
+    """The snapshot id the job recorded under `key` (DATA_SNAPSHOT_PROPERTY, STAGED_PROPERTY); None
+    when it recorded none (a mirror of an earlier version) or the value is not an id."""
+    value = (mirror.properties.get(key) or "").strip()
+    return int(value) if value.lstrip("-").isdigit() else None
+
+
+def is_snapshot(snap: Snapshot, recorded: int) -> bool:
+    """Whether `snap` is the recorded snapshot, or its cherry-pick onto a newer one."""
+    return snap.snapshot_id == recorded or snap.summary.get(Summary.SOURCE_SNAPSHOT_ID) == str(recorded)
+
+
 def find_checkpoint(mirror: TableState) -> Optional[Marker]:
     if not mirror.exists:
         return None
@@ -119,3 +138,11 @@ def staged_snapshots(mirror: TableState) -> List[Snapshot]:
 def staged_for(mirror: TableState, marker: Marker) -> List[Snapshot]:
     """Staged (unpublished) mirror snapshots written for `marker`, newest first."""
     return [s for s in staged_snapshots(mirror) if s.summary.get(Summary.WAP_ID) == marker.wap_id]
+
+
+def job_staged(mirror: TableState, marker: Optional[Marker] = None) -> List[Snapshot]:
+    """The staged snapshot a run of the job left unpublished (for `marker`), if it is still staged:
+    the one it recorded (STAGED_PROPERTY). Anything else staged under its WAP id is not published."""
+    recorded = recorded_snapshot(mirror, STAGED_PROPERTY)
+    staged = staged_snapshots(mirror) if marker is None else staged_for(mirror, marker)
+    return [s for s in staged if s.snapshot_id == recorded]

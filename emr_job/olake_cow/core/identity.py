@@ -10,6 +10,8 @@ A mirror carries who made it and what it mirrors, as table properties:
                           move past it without a data commit (nothing to merge); the data itself
                           may not: a current snapshot whose newest marker is another one was put
                           there by someone else (a rollback, a cherry-pick)
+  olake-cow.data-snapshot the id of that snapshot, set in the same commit: a commit someone staged under
+                          the job's WAP id and published carries the right marker, not this id
   olake-cow.delete-mode   keep | hard: what the mirror holds of OLake's tombstones
 
 The job writes only to a table that is its own mirror of this source. Anything else at the name is
@@ -24,12 +26,15 @@ from typing import Callable, Iterable, List, Mapping, Optional, Tuple
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
     DATA_CHECKPOINT_PROPERTY,
+    DATA_SNAPSHOT_PROPERTY,
     FORMAT_PROPERTY,
     SOURCE_PROPERTY,
     Marker,
     find_checkpoint,
+    is_snapshot,
     marker_of,
     parse_marker,
+    recorded_snapshot,
     rejected,
 )
 from .identifiers import MIRROR_SUFFIX
@@ -147,9 +152,15 @@ def _history_change(mirror: TableState) -> Optional[str]:
             return (f"the mirror's current snapshot {mirror.current_id} holds none of the job's commits "
                     "(it was rolled back or set by someone else)")
         return None
-    if chain[last].snapshot_id in rejected(mirror):
-        return f"mirror snapshot {chain[last].snapshot_id} failed its audit but was made current by someone else"
-    return _data_checkpoint_change(mirror, marker_of(chain[last]))
+    held = chain[last]
+    if held.snapshot_id in rejected(mirror):
+        return f"mirror snapshot {held.snapshot_id} failed its audit but was made current by someone else"
+    published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
+    if published is not None and not is_snapshot(held, published):
+        changed = _data_checkpoint_change(mirror, marker_of(held))
+        return changed or (f"mirror snapshot {held.snapshot_id} carries the job's checkpoint marker but is not "
+                           f"snapshot {published} that the job published: it was committed by someone else")
+    return _data_checkpoint_change(mirror, marker_of(held))
 
 
 def _data_checkpoint_change(mirror: TableState, held: Optional[Marker]) -> Optional[str]:
@@ -240,7 +251,9 @@ def restore_advice(mirror: TableState) -> str:
     """How to bring a mirror that is the only complete copy (truncate mode, or a readonly mirror of a
     source another job truncates) back to what the job left, keeping its rows."""
     data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
-    left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data]
+    published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
+    left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data
+            and (published is None or is_snapshot(s, published))]
     where = (f"mirror snapshot {left[-1].snapshot_id} holds every row as the job left it: roll the mirror back to it "
              f"(CALL <catalog>.system.rollback_to_snapshot('<mirror>', {left[-1].snapshot_id})), " if left else "")
     return (f"To resume, {where}undo the change (rename a column back, restore a property; a column dropped "

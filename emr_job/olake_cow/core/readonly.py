@@ -23,7 +23,7 @@ row left is deleted.
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, marker_of, staged_snapshots, truncated_into
+from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, job_staged, marker_of, truncated_into
 from .errors import ResyncNeededError
 from .identity import foreign_change, ground_problem, layout_change, restore_advice, state_ground
 from .snapshots import Operation, Snapshot, TableState, ancestors
@@ -175,10 +175,10 @@ def _record_truncates(source: TableState, pending: Sequence[Snapshot]) -> Proper
 
 
 def _staged_merge(source: TableState, mirror: TableState, pos: _Position, record: Properties) -> Optional[Publish]:
-    """A merge staged by an earlier run on the mirror's current snapshot, for a source snapshot
-    between the checkpoint and the target: publish it instead of redoing it."""
+    """A merge an earlier run staged (and recorded) on the mirror's current snapshot, for a source
+    snapshot between the checkpoint and the target: publish it instead of redoing it."""
     reachable = {s.snapshot_id: s for s in pos.pending}
-    for snap in staged_snapshots(mirror):
+    for snap in job_staged(mirror):
         m = marker_of(snap)
         if (m is None or snap.parent_id != mirror.current_id or m.source_uuid != source.uuid
                 or m.sequence_number is None or m.snapshot_id not in reachable):

@@ -40,6 +40,7 @@ class Summary:
     REMOVED_POS_DELETES = "removed-position-deletes"
     WAP_ID = "wap.id"
     PUBLISHED_WAP_ID = "published-wap-id"
+    SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # the staged snapshot a cherry-pick published
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Source history, oldest first:  s1 s2 s3 T1 s4 s5 T2 s6
 from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
-from .checkpoint import Marker, find_checkpoint, staged_for
+from .checkpoint import Marker, find_checkpoint, job_staged
 from .identity import foreign_change, mirror_ground_problem, restore_advice
 from .snapshots import Snapshot, Summary, TableState, ancestors
 from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
@@ -99,7 +99,7 @@ def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild
         resumed = resume and not pos.rebuild and _position(source, mirror) != pos
         merge = Merge(Marker(str(source.uuid), b.snapshot_id), b.parent_id, pos.rebuild,
                       reason=RESUMED if resumed else "")
-        for staged in staged_for(mirror, merge.target):
+        for staged in job_staged(mirror, merge.target):
             if staged.parent_id == mirror.current_id:
                 return Publish(staged.snapshot_id, merge)
         return merge

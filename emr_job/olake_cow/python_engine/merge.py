@@ -4,10 +4,17 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import os
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.audit import ChangeCounts, audit, count_published, live_rows, replaced_rows
-from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, REJECTED_PROPERTY, Marker, with_rejected
+from ..core.checkpoint import (
+    CHECKPOINT_PROPERTY,
+    DATA_CHECKPOINT_PROPERTY,
+    DATA_SNAPSHOT_PROPERTY,
+    REJECTED_PROPERTY,
+    Marker,
+    with_rejected,
+)
 from ..core.errors import AuditError
 from ..core.files import DATA
 from ..core.filesize import mirror_target_bytes, rebuild_partitions
@@ -51,9 +58,8 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     parent = state.snapshot(state.current_id)
     parent_rows = live_rows(parent) if parent is not None else 0
     _overwrite(tx, mirror, touched, written, marker)
-    tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
-                       DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
     staged = _staged(tx, state.current_id, result.mirror)
+    tx.set_properties({**_published(marker, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += counts.upserts
@@ -87,9 +93,9 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     if mirror.metadata.spec().is_unpartitioned():
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
     _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
-    tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
-                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
+    tx.set_properties({**_published(marker, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode),
+                       **dict(step.properties)})
     audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -120,10 +126,17 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
 
     tx = mirror.transaction()
     ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
-    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, DATA_CHECKPOINT_PROPERTY: step.target.wap_id,
-                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
+    tx.set_properties({**_published(step.target, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode),
+                       **dict(step.properties)})
     tx.commit_transaction()
     return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)
+
+
+def _published(marker: Marker, snapshot_id: int) -> Dict[str, str]:
+    """The properties every publish sets in its commit: the checkpoint, the data it holds and the
+    snapshot holding it (core/checkpoint.py)."""
+    return {CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
+            DATA_SNAPSHOT_PROPERTY: str(snapshot_id)}
 
 
 def replaced_files(mirror: Any, state: TableState) -> List[Any]:

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY
+from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, DATA_SNAPSHOT_PROPERTY
 from ..core.errors import TableNotFoundError, namespace_missing
 from ..core.identifiers import qualified, sql_string
 from ..core.snapshots import MISSING, TableState, state_from_metadata
@@ -160,7 +160,8 @@ class IcebergCatalog:
         t = self.load(namespace, table)
         tx = t.newTransaction()
         tx.manageSnapshots().cherrypick(int(staged_id)).commit()
-        update = tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).set(DATA_CHECKPOINT_PROPERTY, checkpoint)
+        update = tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).set(DATA_CHECKPOINT_PROPERTY, checkpoint) \
+            .set(DATA_SNAPSHOT_PROPERTY, str(int(staged_id)))
         for key, value in (properties or {}).items():
             update = update.set(key, value)
         update.commit()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..core.audit import ChangeCounts, audit, count_published
-from ..core.checkpoint import REJECTED_PROPERTY, Marker, staged_for, with_rejected
+from ..core.checkpoint import REJECTED_PROPERTY, STAGED_PROPERTY, Marker, staged_for, with_rejected
 from ..core.errors import AuditError, OlakeCowError
 from ..core.identifiers import quote
 from ..core.identity import DELETE_MODE_PROPERTY
@@ -77,8 +77,9 @@ class MirrorWriter:
     def stage(self, cs: ChangeSet, marker: Marker, mirror: TableState, path: TablePath[Any],
               shape: Optional[MergeShape] = None, keys: Optional[List[str]] = None) -> Optional[Snapshot]:
         """Write the change set as a staged snapshot on the mirror's current one, as core/pruning.py's
-        choose_write says (writes.py has one Spark class per choice); returns it, or None when the
-        write changed nothing."""
+        choose_write says (writes.py has one Spark class per choice), and record it as the job's (a
+        run killed before its publish leaves it to the next); returns it, or None when the write
+        changed nothing."""
         to = Target(self.session, self.catalog, self.ns, self.name, self.mirror_q, mirror)
         choice = path.choose(shape, mirror, keys, cs.rebuild)
         if isinstance(choice, WholeRewrite) and choice.if_every_file_touched and keys is not None and \
@@ -89,7 +90,10 @@ class MirrorWriter:
             write.write(cs)
         after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
-        return staged[0] if staged else None
+        if not staged:
+            return None
+        self.catalog.set_property(self.ns, self.name, STAGED_PROPERTY, str(staged[0].snapshot_id))
+        return staged[0]
 
     @contextmanager
     def _settings(self, conf: Dict[str, str]) -> Iterator[None]:
