@@ -149,8 +149,8 @@ def _scattered(lake):
     """The mirror of 400 rows scattered over many small files; returns a count of its live files."""
     mirrored(lake, 400)
     # Scatter the mirror over many small files (same rows), as many small merges would: written and
-    # published the way the job publishes (staged under its checkpoint's marker, then fast-forwarded),
-    # so the job takes it for its own commit and not for someone else's.
+    # published the way the job publishes (staged under its checkpoint's marker, fast-forwarded, and
+    # recorded as the snapshot published), so the job takes it for its own commit.
     spark = lake.writer.spark
     marker = lake.mirror("t").properties["olake-cow.data-checkpoint"]
     spark.conf.set("spark.sql.adaptive.enabled", "false")
@@ -166,6 +166,7 @@ def _scattered(lake):
     mirror = lake.mirror("t")
     [staged] = [s for s in mirror.snapshots if s.summary.get("wap.id") == marker and s.parent_id == mirror.current_id]
     spark.sql(f"CALL {lake.catalog}.system.cherrypick_snapshot('{lake.cow_ns}.t_cow', {staged.snapshot_id})")
+    spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.data-snapshot'='{staged.snapshot_id}')")
     return lambda: spark.sql(f"SELECT count(*) FROM {lake.mirror_q('t')}.files").collect()[0][0]
 
 

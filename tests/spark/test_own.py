@@ -721,3 +721,82 @@ def test_a_merge_someone_staged_under_the_jobs_wap_id_is_never_published_by_the_
     assert code == 0 and result["status"] == "merged", result
     assert forged not in {s.snapshot_id for s in ancestors(lake.mirror("t"))[0]}
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_change_set_that_changes_no_mirror_row_is_a_commit_of_the_jobs_like_any_merge(lake):
+    """A change set of deletes of keys the mirror never held changes no row: it is committed as a
+    snapshot of no file that carries the checkpoint and the publish's properties (so the checkpoint
+    property moves ahead of the data only past rewrites, the rule a forged one is judged by), and
+    the next run is idle."""
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [], pure_deletes=["999"])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    mirror = lake.mirror("t")
+    current = mirror.snapshot(mirror.current_id)
+    assert current.summary.get("wap.id") == mirror.properties["olake-cow.checkpoint"], current.summary
+    assert current.summary_int("added-data-files") == 0 and current.summary_int("deleted-data-files") == 0
+    assert mirror.properties["olake-cow.data-snapshot"] == str(current.snapshot_id)
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date", result
+    assert not trigger_sees_work(lake)
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_checkpoint_someone_moved_past_olakes_changes_is_not_believed(rlake_engines):
+    """Someone sets the mirror's olake-cow.checkpoint to OLake's newest snapshot, past a change the
+    mirror does not hold. The job moves that property alone only past rewrites, so over a change it
+    is not the job's: the trigger sees the work, the run merges from the data the mirror holds, and
+    the mirror equals the resolved source (before: up to date, the change silently missing)."""
+    lake = rlake_engines
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}])
+    source = lake.source("t")
+    newest = source.snapshot(source.current_id)
+    forged = f"olake-cow:{source.uuid}:{newest.snapshot_id}:{newest.sequence_number}"
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.checkpoint'='{forged}')")
+    assert trigger_sees_work(lake)
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    # a rewrite of OLake's files (no change) after it: the property alone moves past it, believed
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rewrite_data_files(table => '{lake.ns}.t', "
+                          "options => map('rewrite-all', 'true'))")
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] in ("merged", "up_to_date") and not result["merges"], result
+    assert not trigger_sees_work(lake)
+
+
+def test_a_second_run_that_publishes_while_one_has_staged_never_puts_a_row_in_twice(rlake, monkeypatch):
+    """Two runs of one source at once (a user's beside the schedule's). Run B stages the mirror's first
+    build at OLake's snapshot S1; before B publishes, OLake commits S2 and run A publishes B's staged
+    build (recorded as the job's) and merges S2. B's publish is a compare-and-swap onto the snapshot
+    its write was staged on, never Iceberg's cherry-pick (which applies a staged append onto any
+    newer snapshot: a build staged beside another run's would have gone in twice), so B publishes
+    nothing, plans again and finds the mirror past its target: exit 0 (before: exit 1, "Duplicate
+    request to cherry pick"). The mirror equals the resolved source, and the next run is idle."""
+    from olake_cow.spark import merge
+
+    lake = rlake
+    make(lake)
+    real, raced = merge.MirrorWriter.publish, []
+
+    def racing(self, *args, **kwargs):
+        if not raced:
+            raced.append(True)
+            lake.writer.commit("t", [{"_olake_id": "100", "_op_type": "c", "v": 1, "s": "a"},
+                                     {"_olake_id": "1", "_op_type": "u", "v": 10, "s": "b"}])
+            assert lake.run("--engine", "spark") == 0  # run A, start to end
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(merge.MirrorWriter, "publish", racing)
+    fmt = ["--mirror-format", lake.fmt] if lake.fmt != "cow" else []
+    assert lake.run_raw("--source-mode", "readonly", *fmt, "--engine", "spark") == 0  # run B
+    monkeypatch.undo()
+    assert raced
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date", result

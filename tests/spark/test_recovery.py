@@ -5,7 +5,7 @@ OLake keeps committing, are the soak's (tools/soak.py, which CI runs)."""
 import pytest
 
 from olake_cow.core.audit import ChangeCounts
-from olake_cow.spark import boundary, catalog, merge, mirror_table, writes
+from olake_cow.spark import boundary, merge, mirror_table, publish, writes
 from testkit.faults import run_crashing
 
 pytestmark = [pytest.mark.spark]
@@ -22,7 +22,7 @@ def setup(lake):
 @pytest.mark.parametrize("where", [
     ("before", merge.MirrorWriter, "stage"),
     ("after", merge.MirrorWriter, "stage"),  # the python variant publishes the write Spark staged
-    ("after", catalog.IcebergCatalog, "publish"),
+    ("after", publish, "publish"),
     ("after", mirror_table.MirrorTable, "prepare"),
 ], ids=lambda w: f"{w[0]}-{w[2]}")
 def test_rerun_after_a_crash_finishes_the_cycle(lake, monkeypatch, where):
@@ -147,7 +147,7 @@ def test_a_merge_that_stages_nothing_is_refused(lake, monkeypatch):
 def test_a_crash_after_the_publish_commit_on_each_catalog(catalog_lake, monkeypatch):
     """The publish (fast-forward and checkpoint in one commit) is the catalog's own transaction."""
     setup(catalog_lake)
-    run_crashing(catalog_lake, monkeypatch, catalog.IcebergCatalog, "publish", "after")
+    run_crashing(catalog_lake, monkeypatch, publish, "publish", "after")
     assert catalog_lake.run() == 0
     catalog_lake.assert_mirror_matches("t")
 

@@ -3,7 +3,14 @@ snapshot lists: no JVM."""
 import pytest
 
 from olake_cow.core import readonly
-from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, MODE_PROPERTY, STAGED_PROPERTY, Marker, find_checkpoint
+from olake_cow.core.checkpoint import (
+    CHECKPOINT_PROPERTY,
+    DATA_CHECKPOINT_PROPERTY,
+    MODE_PROPERTY,
+    STAGED_PROPERTY,
+    Marker,
+    find_checkpoint,
+)
 from olake_cow.core.errors import ResyncNeededError, SourceModeError
 from olake_cow.core.maintenance import source_cutoff
 from olake_cow.core.modes import SourceMode, built_mode, resolve_mode
@@ -139,6 +146,23 @@ def test_the_checkpoint_property_moved_past_the_published_marker_wins():
     assert find_checkpoint(mir) == m(5)
     older = mirror(4, props={CHECKPOINT_PROPERTY: m(2).wap_id})
     assert find_checkpoint(older) == m(4)
+
+
+def test_a_checkpoint_property_ahead_of_the_data_over_a_change_is_not_the_jobs():
+    """The job moves the property alone only past snapshots that change nothing the mirror holds
+    (rewrites, another job's truncates); every merge, even one that changes no row, is a data commit."""
+    ahead = mirror(2, props={CHECKPOINT_PROPERTY: m(4).wap_id})
+    changed = source(*chain(1, 2, 3, 4))
+    assert find_checkpoint(ahead, changed) == m(2)
+    assert plan(changed, ahead) == Merge(m(4), 4, False, m(2))
+    rewrites = source(*chain(1, 2, 3, 4, ops={3: "replace", 4: "replace"}))
+    assert find_checkpoint(ahead, rewrites) == m(4) and plan(rewrites, ahead) == Done("up to date")
+    boundary = Snapshot(3, 2, 3000, "delete", {BOUNDARY_KEY: "run", "deleted-data-files": "1"}, sequence_number=3)
+    assert find_checkpoint(ahead, source(*chain(1, 2), boundary, snap(4, 3, "replace"))) == m(4)
+    # the mirror's publishes expired: the data checkpoint stands in for them
+    expired = TableState(True, "mirror-uuid", 950, (Snapshot(950, 900, 950, "replace", {}),),
+                         {CHECKPOINT_PROPERTY: m(4).wap_id, DATA_CHECKPOINT_PROPERTY: m(2).wap_id})
+    assert find_checkpoint(expired, changed) == m(2) and find_checkpoint(expired, rewrites) == m(4)
 
 
 # --- intervals ---------------------------------------------------------------------------------
@@ -294,3 +318,13 @@ def test_the_mark_a_truncate_job_leaves_on_olakes_table_refuses_any_other_mirror
     refused = readonly.plan(marked, mirror(2), rebuild_reason=None)  # its snapshot 2 expired: a rebuild
     assert isinstance(refused, Blocked) and "into its mirror ns_cow.t_cow" in refused.reason, refused
     assert readonly.plan(source(*chain(4, 5)), mirror(2)).rebuild  # unmarked: rebuilt as before
+
+
+def test_a_run_whose_target_another_run_merged_past_is_done_and_a_rolled_back_source_is_not():
+    """A run plans to the source's snapshot when it started; another run may publish further first."""
+    src = source(*chain(1, 2, 3, 4))
+    assert plan(src, mirror(4), target=3) == Done(
+        "the mirror already holds source snapshot 4, past this run's target 3: another run merged it")
+    rolled_back = source(*chain(1, 2, 3, 4), current=3)  # 4 is no longer in the source's history
+    step = plan(rolled_back, mirror(4))
+    assert isinstance(step, Merge) and step.rebuild and "rolled back" in step.reason

@@ -27,7 +27,7 @@ class Budget:
 def pending_bytes(source: TableState, mirror: TableState) -> Optional[int]:
     """Bytes of the files the source's snapshots after the mirror's readonly checkpoint added (None:
     no readonly checkpoint, so the whole source would be read)."""
-    checkpoint = find_checkpoint(mirror)
+    checkpoint = find_checkpoint(mirror, source)
     if checkpoint is None or checkpoint.sequence_number is None or source.current_id is None:
         return None
     chain, _ = ancestors(source)

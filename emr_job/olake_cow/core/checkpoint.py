@@ -8,8 +8,10 @@ The published snapshot carries the marker in its summary (`wap.id` after a fast-
 `published-wap-id` after a cherry-pick), and the publish sets the same value as the table property
 `olake-cow.checkpoint` in the same commit; the property survives mirror snapshot expiry and
 maintenance commits. The checkpoint is the newest of the two (by source sequence number when both
-carry one, else the snapshot marker). Replaying changes from an older checkpoint is harmless
-(merges are idempotent and applied in order), so a checkpoint that lags never loses data.
+carry one, else the snapshot marker), the property only where the job could have moved it alone:
+past source snapshots that change nothing (a merge that changes no row is still a commit, of no
+file). Replaying changes from an older checkpoint is harmless (merges are idempotent and applied
+in order), so a checkpoint that lags never loses data; one that runs ahead would.
 """
 from dataclasses import dataclass
 from typing import List, Optional
@@ -97,19 +99,43 @@ def is_snapshot(snap: Snapshot, recorded: int) -> bool:
     return snap.snapshot_id == recorded or snap.summary.get(Summary.SOURCE_SNAPSHOT_ID) == str(recorded)
 
 
-def find_checkpoint(mirror: TableState) -> Optional[Marker]:
+def changes_readonly_mirror(snap: Snapshot) -> bool:
+    """Whether a source snapshot changes what a readonly mirror holds. Another olake-cow job's
+    truncate (truncate mode, marked `olake-cow.boundary`) does not: OLake's rows did not change,
+    they were moved into that job's mirror, so this mirror keeps them."""
+    return snap.changes_content and not snap.is_boundary
+
+
+def find_checkpoint(mirror: TableState, source: Optional[TableState] = None) -> Optional[Marker]:
+    """The source snapshot the mirror holds. The checkpoint property moves ahead of the data alone
+    only past source snapshots that change nothing a readonly mirror holds (Advance): every change
+    the job merges is a data commit, an empty one when no mirror row changed. So given `source`, a
+    property ahead of the data over a change still in the source's history was set by someone else,
+    and the data's marker is the checkpoint (replaying from it is harmless)."""
     if not mirror.exists:
         return None
     chain, _ = ancestors(mirror)
     published = next((m for m in (marker_of(s) for s in reversed(chain)) if m is not None), None)
     prop = parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY))
-    if published is None or prop is None:
-        return published or prop
-    same_table = published.source_uuid == prop.source_uuid
-    if same_table and published.sequence_number is not None and prop.sequence_number is not None \
-            and prop.sequence_number > published.sequence_number:
+    data = published or parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))  # publishes expired
+    if data is not None and prop is not None and _ahead(data, prop):
+        if source is not None and _changed_between(source, data, prop):
+            return data
         return prop  # moved on without a data commit (only rewrites happened in the source)
-    return published
+    return published or prop
+
+
+def _ahead(data: Marker, prop: Marker) -> bool:
+    return (data.source_uuid == prop.source_uuid and data.sequence_number is not None
+            and prop.sequence_number is not None and prop.sequence_number > data.sequence_number)
+
+
+def _changed_between(source: TableState, data: Marker, prop: Marker) -> bool:
+    """Whether a snapshot of the source's history after `data`, up to `prop`, changes what a readonly
+    mirror holds."""
+    low, high = int(data.sequence_number or 0), int(prop.sequence_number or 0)
+    return any(changes_readonly_mirror(s) for s in ancestors(source)[0]
+               if s.sequence_number is not None and low < s.sequence_number <= high)
 
 
 def rejected(mirror: TableState) -> List[int]:

@@ -39,6 +39,11 @@ class AuditError(OlakeCowError):
     """A staged mirror snapshot failed its audit and was not published."""
 
 
+class MirrorMovedError(OlakeCowError):
+    """The mirror's current snapshot is no longer the one a write was staged on (another run
+    published, or someone committed): nothing was published, and the merge is planned again."""
+
+
 class UnsupportedDeleteError(OlakeCowError):
     """The source holds equality deletes on a field other than the record key."""
 

@@ -23,7 +23,15 @@ row left is deleted.
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .checkpoint import OTHER_TRUNCATE_PROPERTY, Marker, find_checkpoint, job_staged, marker_of, truncated_into
+from .checkpoint import (
+    OTHER_TRUNCATE_PROPERTY,
+    Marker,
+    changes_readonly_mirror,
+    find_checkpoint,
+    job_staged,
+    marker_of,
+    truncated_into,
+)
 from .errors import ResyncNeededError
 from .identity import foreign_change, ground_problem, layout_change, restore_advice, state_ground
 from .snapshots import Operation, Snapshot, TableState, ancestors
@@ -57,7 +65,7 @@ def _position(source: TableState, mirror: TableState, target_id: Optional[int],
     repair = rebuild_reason or foreign_change(mirror, source)
     if repair:
         return _Position(target, None, tuple(chain), repair, repair=True)
-    return _from_checkpoint(source, find_checkpoint(mirror), target, tuple(chain))
+    return _from_checkpoint(source, find_checkpoint(mirror, source), target, tuple(chain))
 
 
 def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: Marker,
@@ -73,6 +81,9 @@ def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: M
     if checkpoint.snapshot_id in ids:
         return _Position(target, checkpoint, chain[ids.index(checkpoint.snapshot_id) + 1:])
     target_id, target_seq = target.snapshot_id, int(target.sequence_number or 0)
+    if _merged_past(source, checkpoint.snapshot_id, target_id):
+        return Done(f"the mirror already holds source snapshot {checkpoint.snapshot_id}, past this run's target "
+                    f"{target_id}: another run merged it")
     if source.snapshot(checkpoint.snapshot_id) is not None or checkpoint.sequence_number >= target_seq:
         return _Position(target, None, chain,
                          f"the source's snapshot {target_id} does not descend from snapshot "
@@ -82,6 +93,13 @@ def _from_checkpoint(source: TableState, checkpoint: Optional[Marker], target: M
     return _Position(target, None, chain,
                      f"source snapshots between snapshot {checkpoint.snapshot_id} (held by the mirror) and "
                      f"{target_id} were expired, so what changed in between cannot be read")
+
+
+def _merged_past(source: TableState, held_id: int, target_id: int) -> bool:
+    """Whether the snapshot the mirror holds is in the source's current history and descends from the
+    run's target (a run that started before another one published further; not a rollback)."""
+    current = [s.snapshot_id for s in ancestors(source)[0]]
+    return held_id in current and target_id in current[:current.index(held_id)]
 
 
 def _unremovable(source: TableState, mirror: TableState) -> Optional[str]:
@@ -123,16 +141,9 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
         return merge
     if pos.since.snapshot_id == pos.target.snapshot_id or not any(s.changes_files for s in pos.pending):
         return Done(UP_TO_DATE)
-    if not any(_changes_content(s) for s in pos.pending):
+    if not any(changes_readonly_mirror(s) for s in pos.pending):
         return Advance(pos.target, record)
     return merge
-
-
-def _changes_content(snap: Snapshot) -> bool:
-    """Whether a source snapshot changes what a readonly mirror holds. Another olake-cow job's
-    truncate (truncate mode, marked `olake-cow.boundary`) does not: OLake's rows did not change,
-    they were moved into that job's mirror, so this mirror keeps them."""
-    return snap.changes_content and not snap.is_boundary
 
 
 def other_truncates(source: TableState, mirror: TableState) -> List[int]:
@@ -206,8 +217,8 @@ def describe(source: TableState, mirror: TableState, rebuild_reason: Optional[st
     if step.rebuild:
         return [f"rebuild the mirror from source snapshot {step.read_id} ({step.reason}); the source is only read"]
     pending = _pending(source, step.since, step.read_id)
-    changing = [s for s in pending if _changes_content(s)]
-    rewrites = [s for s in pending if s.changes_files and not _changes_content(s)]
+    changing = [s for s in pending if changes_readonly_mirror(s)]
+    rewrites = [s for s in pending if s.changes_files and not changes_readonly_mirror(s)]
     since = step.since.snapshot_id if step.since else "-"
     return [f"merge what changed between source snapshots {since} and {step.read_id}: {len(changing)} "
             "commit(s) that change data" + (f", {len(rewrites)} file rewrite(s) (not re-read)" if rewrites else "")
@@ -295,20 +306,20 @@ def _interval(source: TableState, pending: Sequence[Snapshot], pending_ids: List
     if end_id not in pending_ids:
         return None  # the interval ends where it starts
     span = _span(pending, pending_ids, start_seq, end_id)
-    removing = tuple(s.snapshot_id for s in span if _changes_content(s) and s.removes_data_files)
+    removing = tuple(s.snapshot_id for s in span if changes_readonly_mirror(s) and s.removes_data_files)
     if start_id is not None and source.snapshot(start_id) is None:
         start_id = None
     return Interval(start_id, start_seq, end_id, removing)
 
 
 def _changes(pending: Sequence[Snapshot], pending_ids: List[int], iv: Interval) -> bool:
-    return any(_changes_content(s) for s in _span(pending, pending_ids, iv.start_seq, iv.end_id))
+    return any(changes_readonly_mirror(s) for s in _span(pending, pending_ids, iv.start_seq, iv.end_id))
 
 
 def expiry_floor(source: TableState, mirror: TableState) -> Optional[Snapshot]:
     """The oldest source snapshot a readonly mirror still needs: the one it holds (the next run
     reads from it, and --verify compares against it). None when it holds nothing of this source."""
-    checkpoint = find_checkpoint(mirror)
+    checkpoint = find_checkpoint(mirror, source)
     if checkpoint is None or checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is None:
         return None
     return source.snapshot(checkpoint.snapshot_id)

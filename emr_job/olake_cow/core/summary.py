@@ -74,7 +74,7 @@ class TableResult:
         """A table's loop ended with nothing left to do: its status, the checkpoint it holds, and the
         commit time of the newest source change in the mirror (the lag metric)."""
         self.status = TableStatus.MERGED if self.merges else TableStatus.UP_TO_DATE
-        cp = find_checkpoint(mirror)
+        cp = find_checkpoint(mirror, source)
         self.checkpoint = cp.snapshot_id if cp else None
         held = source.snapshot(cp.snapshot_id) if cp else None
         if held is not None and held.is_boundary:  # truncate mode: the change set is the boundary's parent

@@ -50,8 +50,12 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     followed = follow_source(tx, source)
     touched, written = _rewrite(mirror, tx.table_metadata.schema(), state, cs)
     if not touched and not written.num_rows:
-        # Deletes of keys the mirror does not hold change no rows: only the checkpoint moves.
-        tx.set_properties({CHECKPOINT_PROPERTY: marker.wap_id, **recorded})
+        # Deletes of keys the mirror does not hold change no rows: a snapshot of no file carries the
+        # checkpoint, as the Spark engine's (core/checkpoint.py find_checkpoint).
+        with tx.update_snapshot(snapshot_properties={Summary.WAP_ID: marker.wap_id}).fast_append():
+            pass
+        tx.set_properties({**_published(marker, int(tx.table_metadata.current_snapshot_id)),
+                           DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
         tx.commit_transaction()
         result.rows_deleted += counts.deletes
         return followed

@@ -6,7 +6,7 @@ import json
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, DATA_SNAPSHOT_PROPERTY
+from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.errors import TableNotFoundError, namespace_missing
 from ..core.identifiers import qualified, sql_string
 from ..core.snapshots import MISSING, TableState, state_from_metadata
@@ -153,22 +153,6 @@ class IcebergCatalog:
         self.catalog.dropTable(self.ident(namespace, table), True)
 
     # --- commits ------------------------------------------------------------------------------
-    def publish(self, namespace: str, table: str, staged_id: int, checkpoint: str,
-                properties: Optional[Mapping[str, str]] = None) -> int:
-        """Fast-forward (or, for appends, cherry-pick) a staged snapshot and set the checkpoint
-        properties (and `properties`) in the same commit; returns the new current id."""
-        t = self.load(namespace, table)
-        tx = t.newTransaction()
-        tx.manageSnapshots().cherrypick(int(staged_id)).commit()
-        update = tx.updateProperties().set(CHECKPOINT_PROPERTY, checkpoint).set(DATA_CHECKPOINT_PROPERTY, checkpoint) \
-            .set(DATA_SNAPSHOT_PROPERTY, str(int(staged_id)))
-        for key, value in (properties or {}).items():
-            update = update.set(key, value)
-        update.commit()
-        tx.commitTransaction()
-        t.refresh()
-        return int(t.currentSnapshot().snapshotId())
-
     def set_checkpoint(self, namespace: str, table: str, value: str,
                        properties: Optional[Mapping[str, str]] = None) -> None:
         """Move the checkpoint (and set `properties`) in one commit."""
@@ -188,3 +172,4 @@ class IcebergCatalog:
         """Through Spark SQL, which also upgrades the format version when it is among them."""
         pairs = ", ".join(f"{sql_string(k)}={sql_string(v)}" for k, v in values.items())
         self.session.sql(f"ALTER TABLE {qualified(self.catalog_name, namespace, table)} SET TBLPROPERTIES ({pairs})")
+

@@ -15,6 +15,7 @@ from ..core.pruning import FileBounds, KeyMerge, MergeShape, WholeRewrite, merge
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
+from . import publish as publishing
 from .catalog import IcebergCatalog
 from .change_set import ChangeSet, DataFrame
 from .changes import ACTION, KEY, key_condition
@@ -129,16 +130,18 @@ class MirrorWriter:
             mirror = self.catalog.state(self.ns, self.name)
             self.catalog.set_property(self.ns, self.name, REJECTED_PROPERTY, with_rejected(mirror, staged.snapshot_id))
             raise
-        self.catalog.publish(self.ns, self.name, staged.snapshot_id, merge.target.wap_id,
-                             {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
+        publishing.publish(self.catalog, self.ns, self.name, staged.snapshot_id, merge.target.wap_id,
+                           {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
         count_published(self.result, staged, counts, rebuild, fmt)
 
     def nothing_staged(self, counts: ChangeCounts, merge: Merge, rebuild: bool) -> None:
         """A write that staged nothing may only be one that had nothing to upsert (deletes of keys
-        the mirror does not hold change nothing)."""
+        the mirror does not hold change nothing): committed as a snapshot of no file that carries
+        the checkpoint, as a publish does."""
         if counts.upserts or rebuild:
             raise OlakeCowError(f"{self.result.mirror}: the merge for source snapshot {merge.target.snapshot_id} "
                                 "staged no snapshot")
-        self.catalog.set_checkpoint(self.ns, self.name, merge.target.wap_id, dict(merge.properties))
+        publishing.publish(self.catalog, self.ns, self.name, None, merge.target.wap_id,
+                           {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
         self.result.rows_deleted += counts.deletes
 

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Optional, Protocol, Tuple
 
 from ..core import steps
 from ..core.audit import ChangeCounts, live_rows
-from ..core.errors import HistoryError, OlakeCowError
+from ..core.errors import HistoryError, MirrorMovedError, OlakeCowError
 from ..core.filesize import mirror_target_bytes
 from ..core.identity import layout_change
 from ..core.modes import SourceMode
@@ -26,6 +26,9 @@ from .mirror_table import MirrorTable
 from .paths import TablePath
 
 MAX_STEPS = 10_000
+# A mirror that moves under each publish (other runs, or someone committing to it without pause)
+# fails the table after this many merges planned again: the next run starts from where it is.
+MOVED_TRIES = 3
 
 
 class TableWork(Protocol):
@@ -59,6 +62,7 @@ class TableWork(Protocol):
 class StepLoop:
     def __init__(self, job: TableWork, path: TablePath[Any]) -> None:
         self.job, self.path, self.result, self.opts = job, path, job.result, job.opts
+        self.moved = 0
 
     def run(self, source: TableState, mirror: TableState) -> None:
         job = self.job
@@ -140,10 +144,17 @@ class StepLoop:
     def _commit(self, merge: steps.Merge, staged: Optional[Snapshot], counts: ChangeCounts, parent_rows: int,
                 rebuild: bool, verb: str) -> None:
         with Clock(self.result, "committing"):
-            if staged is not None:
-                self.job.writer.publish(staged, merge, counts, parent_rows, rebuild, self.path.fmt)
-            else:
-                self.job.writer.nothing_staged(counts, merge, rebuild)
+            try:
+                if staged is not None:
+                    self.job.writer.publish(staged, merge, counts, parent_rows, rebuild, self.path.fmt)
+                else:
+                    self.job.writer.nothing_staged(counts, merge, rebuild)
+            except MirrorMovedError as moved:
+                self.moved += 1
+                if self.moved >= MOVED_TRIES:
+                    raise
+                self.job.say("%s; planning again from the mirror as it is now", moved)
+                return
         self.result.merges += 1
         self.job.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
                      staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts,

@@ -1,0 +1,64 @@
+"""The publish of a mirror write: one catalog commit that makes the write current and sets what every
+publish sets (core/checkpoint.py: the checkpoint, the data it holds, the snapshot holding it).
+
+A staged write is published only onto the snapshot it was staged on, as a compare-and-swap of the
+table's metadata: never cherry-picked onto a newer one. Iceberg cherry-picks a staged append onto
+any snapshot, so a first build staged while another run published its own would have put every row
+in the mirror twice; a write staged before another run's publish would have repeated that run's
+inserts. A mirror that moved raises MirrorMovedError and the step loop plans again from it."""
+from typing import Any, Mapping, Optional
+
+from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, DATA_SNAPSHOT_PROPERTY
+from ..core.errors import MirrorMovedError
+from ..core.snapshots import Summary
+from .catalog import IcebergCatalog, is_java_error
+
+
+def publish(catalog: IcebergCatalog, namespace: str, table: str, staged_id: Optional[int], checkpoint: str,
+            properties: Optional[Mapping[str, str]] = None) -> int:
+    """Make staged snapshot `staged_id` current, or (None) commit one of no file with `checkpoint` in
+    its summary (a change set that changed no mirror row is a data commit too: core/checkpoint.py
+    find_checkpoint), with the checkpoint properties and `properties`, in one commit; returns the
+    mirror's new current id."""
+    t = catalog.load(namespace, table)
+    values = {CHECKPOINT_PROPERTY: checkpoint, DATA_CHECKPOINT_PROPERTY: checkpoint, **(properties or {})}
+    if staged_id is None:
+        tx = t.newTransaction()
+        tx.newFastAppend().set(Summary.WAP_ID, checkpoint).commit()  # on any snapshot: it adds nothing
+        values[DATA_SNAPSHOT_PROPERTY] = str(int(tx.table().currentSnapshot().snapshotId()))
+        update = tx.updateProperties()
+        for key, value in values.items():
+            update = update.set(key, value)
+        update.commit()
+        tx.commitTransaction()
+    else:
+        _fast_forward(catalog, t, int(staged_id), {**values, DATA_SNAPSHOT_PROPERTY: str(int(staged_id))})
+    t.refresh()
+    return int(t.currentSnapshot().snapshotId())
+
+
+def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, values: Mapping[str, str]) -> None:
+    """Set main to `staged_id` and the properties `values`, committed only if the table's metadata is
+    still the one read here, whose current snapshot is the staged one's parent (no retry: a retry
+    would apply it to a newer snapshot)."""
+    ops = t.operations()
+    base = ops.refresh()
+    staged = base.snapshot(staged_id)
+    current = base.currentSnapshot()
+    held = None if current is None else int(current.snapshotId())
+    parent = None if staged is None or staged.parentId() is None else int(staged.parentId())
+    if staged is None or parent != held:
+        raise MirrorMovedError(f"the mirror's current snapshot is {held}, not {parent} on which snapshot {staged_id} "
+                               "was staged (another run published, or someone committed): nothing was published")
+    props = catalog.jvm.java.util.HashMap()
+    for key, value in values.items():
+        props.put(key, value)
+    builder = catalog.iceberg.TableMetadata.buildFrom(base)
+    updated = builder.setBranchSnapshot(staged_id, "main").setProperties(props).build()
+    try:
+        ops.commit(base, updated)
+    except Exception as exc:  # py4j's Java exception
+        if is_java_error(exc, "CommitFailedException"):
+            raise MirrorMovedError(f"the mirror changed while snapshot {staged_id} was being published "
+                                   "(another run or someone's commit): nothing was published") from exc
+        raise
