@@ -800,3 +800,40 @@ def test_a_second_run_that_publishes_while_one_has_staged_never_puts_a_row_in_tw
     lake.assert_mirror_matches("t", engines=ONE_READER)
     code, result = lake.run_summary()
     assert code == 0 and result["status"] == "up_to_date", result
+
+
+@pytest.mark.parametrize("change", ["rewrite", "insert"])
+def test_a_python_run_whose_commit_another_run_beat_plans_again_and_loses_nothing(make_lake, destinations,
+                                                                                  monkeypatch, change):
+    """The python engine's merge commit is a compare-and-swap: another run (Spark's) commits first, from
+    OLake's newer snapshot, so the python run's commit fails, and it plans again and finds the mirror
+    past its target: exit 0, the mirror equal to the resolved source, the next run idle. pyiceberg
+    retried the commit on the newer snapshot (before): an update's overwrite then failed its
+    validation (exit 1), and an insert of a key no mirror file can hold, an append validating
+    nothing, was put in twice (exit 0, 22 rows for 21)."""
+    from olake_cow.python_engine import table_run
+
+    lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
+    make(lake)
+    assert lake.run("--engine", "python") == 0
+    key = "1" if change == "rewrite" else "zz"  # "zz": past every key a mirror file holds
+    lake.writer.commit("t", [{"_olake_id": key, "_op_type": "u" if change == "rewrite" else "c", "v": 100, "s": "x"}])
+    real, raced = table_run.merge_cow, []
+
+    def racing(*args, **kwargs):
+        if not raced:
+            raced.append(True)
+            lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200, "s": "y"}])
+            assert lake.run("--engine", "spark") == 0  # the other run, start to end
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(table_run, "merge_cow", racing)
+    path = f"{lake.dest_path}.race.json"
+    assert lake.run_raw("--source-mode", "readonly", "--engine", "python", "--summary-out", path) == 0
+    monkeypatch.undo()
+    with open(path, encoding="utf-8") as f:
+        entry = json.load(f)["tables"][0]
+    assert raced and entry["engine"] == "python", entry
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    code, result = lake.run_summary("--engine", "python")
+    assert code == 0 and result["status"] == "up_to_date", result

@@ -65,3 +65,6 @@ Step = Union[Merge, Publish, Truncate, Advance, Done, Blocked]
 UP_TO_DATE = "up to date"
 NO_SNAPSHOTS = "the source table has no snapshots yet"
 LEFT_FOR_NEXT_RUN = "changes committed after this run started are left for the next run"
+# A mirror that moves under each commit of a run (other runs, or someone committing to it without
+# pause) fails the table after this many steps planned again: the next run starts from where it is.
+MOVED_TRIES = 3

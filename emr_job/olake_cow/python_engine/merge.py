@@ -46,7 +46,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     the mirror must follow of pyiceberg table `source` (evolve.py). Returns what of its schema
     changed."""
     counts, marker, recorded = cs.counts, step.target, dict(step.properties)
-    tx = mirror.transaction()
+    tx = once(mirror)
     followed = follow_source(tx, source)
     touched, written = _rewrite(mirror, tx.table_metadata.schema(), state, cs)
     if not touched and not written.num_rows:
@@ -90,7 +90,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     marker = step.target
-    tx = mirror.transaction()
+    tx = once(mirror)
     followed = follow_source(tx, source)
     rows = aligned(cs.upserts, schema_to_pyarrow(tx.table_metadata.schema())).sort_by([(KEY, "ascending")])
     ranges = 1
@@ -128,12 +128,24 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
         raise
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
-    tx = mirror.transaction()
+    tx = once(mirror)
     ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
     tx.set_properties({**_published(step.target, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode),
                        **dict(step.properties)})
     tx.commit_transaction()
     return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)
+
+
+def once(mirror: Any) -> Any:
+    """A transaction on pyiceberg table `mirror` that commits at most once: pyiceberg retries a commit
+    that lost a race by rebuilding its snapshot on the newer one (an append validates nothing), but
+    the job's write was audited against the snapshot it read. A mirror that moved fails the commit
+    (CommitFailedException) and the run plans again (table_run.py). The setting lives in memory only."""
+    from pyiceberg.table import Table, TableProperties
+
+    meta = mirror.metadata
+    held = meta.model_copy(update={"properties": {**meta.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}})
+    return Table(mirror.name(), held, mirror.metadata_location, mirror.io, mirror.catalog).transaction()
 
 
 def _published(marker: Marker, snapshot_id: int) -> Dict[str, str]:

@@ -11,7 +11,14 @@ from ..core.changesource import for_mode
 from ..core.checkpoint import CHECKPOINT_PROPERTY
 from ..core.config import DestinationConfig
 from ..core.engines import python_refusal
-from ..core.errors import ForeignMirrorError, HistoryError, NotOlakeTableError, OlakeCowError, TableNotFoundError
+from ..core.errors import (
+    ForeignMirrorError,
+    HistoryError,
+    MirrorMovedError,
+    NotOlakeTableError,
+    OlakeCowError,
+    TableNotFoundError,
+)
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
 from ..core.identity import ownership, source_problem
@@ -97,6 +104,9 @@ class PythonTableRun:
         # As the Spark engine's table job notes a rebuild: why, and whether it repaired someone's change.
         repair = repair_reason(source, mirror, self.opts.ask)
         rebuild = repair or rebuild_reason(source, mirror, self.opts.ask)
+        from pyiceberg.exceptions import CommitFailedException, ValidationException
+
+        moved = 0
         for _ in range(MAX_STEPS):
             step = plan_table(source, mirror, SourceMode.READONLY, self.opts.ask, target)
             if self.opts.dry_run:
@@ -113,17 +123,14 @@ class PythonTableRun:
                 return
             if isinstance(step, steps.Blocked):
                 raise HistoryError(f"{self.table}: {step.reason}")
-            if isinstance(step, steps.Advance):
-                with mir.transaction() as tx:
-                    tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, **dict(step.properties)})
-            elif isinstance(step, steps.Merge) and (step.rebuild or first_build(mirror)):
-                self._build(step, src, source, mir, mirror)
-            elif isinstance(step, steps.Merge):
-                self._merge(step, src, source, mir, mirror)
-            elif isinstance(step, steps.Publish):
-                self._publish(step, src, source, mir, mirror)
-            else:
-                raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
+            try:
+                _carry_out(self, step, src, source, mir, mirror)
+            except (CommitFailedException, ValidationException) as exc:  # another run or someone committed
+                moved = _moved(self, moved + 1, exc)
+                src, source, mir, mirror = self.states()
+                repair = repair or repair_reason(source, mirror, self.opts.ask)  # someone's commit it met
+                rebuild = rebuild or repair
+                continue
             src, source, mir, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
 
@@ -223,3 +230,28 @@ def run_python_tables(catalog: Any, cfg: DestinationConfig, opts: JobOptions, ta
         except Exception as exc:  # noqa: BLE001 - reported per table
             results.append(fail_table(run.result, exc, secrets, cfg))
     return results, handed
+
+
+def _carry_out(run: PythonTableRun, step: steps.Step, src: Any, source: TableState, mir: Any,
+               mirror: TableState) -> None:
+    """Carry out one step of `run`; each commits once, as a compare-and-swap on the mirror it planned from."""
+    if isinstance(step, steps.Advance):
+        with mir.transaction() as tx:
+            tx.set_properties({CHECKPOINT_PROPERTY: step.target.wap_id, **dict(step.properties)})
+    elif isinstance(step, steps.Merge) and (step.rebuild or first_build(mirror)):
+        run._build(step, src, source, mir, mirror)
+    elif isinstance(step, steps.Merge):
+        run._merge(step, src, source, mir, mirror)
+    elif isinstance(step, steps.Publish):
+        run._publish(step, src, source, mir, mirror)
+    else:
+        raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
+
+
+def _moved(run: PythonTableRun, moved: int, exc: Exception) -> int:
+    """The `moved`-th commit of `run` the mirror moved under: planned again, up to steps.MOVED_TRIES."""
+    if moved >= steps.MOVED_TRIES:
+        raise MirrorMovedError(f"{run.table}: the mirror moved under each of {moved} commits: nothing of them "
+                               f"was committed ({exc})") from exc
+    run.say("the mirror moved under this step's commit (%s): planning again from it", exc)
+    return moved

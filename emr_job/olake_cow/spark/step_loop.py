@@ -26,9 +26,6 @@ from .mirror_table import MirrorTable
 from .paths import TablePath
 
 MAX_STEPS = 10_000
-# A mirror that moves under each publish (other runs, or someone committing to it without pause)
-# fails the table after this many merges planned again: the next run starts from where it is.
-MOVED_TRIES = 3
 
 
 class TableWork(Protocol):
@@ -151,7 +148,7 @@ class StepLoop:
                     self.job.writer.nothing_staged(counts, merge, rebuild)
             except MirrorMovedError as moved:
                 self.moved += 1
-                if self.moved >= MOVED_TRIES:
+                if self.moved >= steps.MOVED_TRIES:
                     raise
                 self.job.say("%s; planning again from the mirror as it is now", moved)
                 return
