@@ -14,7 +14,7 @@ file). Replaying changes from an older checkpoint is harmless (merges are idempo
 in order), so a checkpoint that lags never loses data; one that runs ahead would.
 """
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .snapshots import Snapshot, Summary, TableState, ancestors
 
@@ -85,6 +85,13 @@ def marker_of(snap: Snapshot) -> Optional[Marker]:
         if marker is not None:
             return marker
     return None
+
+
+def published_properties(checkpoint: str, snapshot_id: int) -> Dict[str, str]:
+    """What every publish sets in its own commit, in either engine: the checkpoint (`checkpoint`, a
+    marker's WAP id), the data the mirror holds, and the snapshot holding it."""
+    return {CHECKPOINT_PROPERTY: checkpoint, DATA_CHECKPOINT_PROPERTY: checkpoint,
+            DATA_SNAPSHOT_PROPERTY: str(int(snapshot_id))}
 
 
 def recorded_snapshot(mirror: TableState, key: str) -> Optional[int]:

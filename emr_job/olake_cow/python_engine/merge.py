@@ -4,17 +4,10 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ..core.audit import ChangeCounts, audit, count_published, live_rows, replaced_rows
-from ..core.checkpoint import (
-    CHECKPOINT_PROPERTY,
-    DATA_CHECKPOINT_PROPERTY,
-    DATA_SNAPSHOT_PROPERTY,
-    REJECTED_PROPERTY,
-    Marker,
-    with_rejected,
-)
+from ..core.checkpoint import REJECTED_PROPERTY, Marker, published_properties, with_rejected
 from ..core.errors import AuditError
 from ..core.files import DATA
 from ..core.filesize import mirror_target_bytes, rebuild_partitions
@@ -54,7 +47,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
         # checkpoint, as the Spark engine's (core/checkpoint.py find_checkpoint).
         with tx.update_snapshot(snapshot_properties={Summary.WAP_ID: marker.wap_id}).fast_append():
             pass
-        tx.set_properties({**_published(marker, int(tx.table_metadata.current_snapshot_id)),
+        tx.set_properties({**published_properties(marker.wap_id, tx.table_metadata.current_snapshot_id),
                            DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
         tx.commit_transaction()
         result.rows_deleted += counts.deletes
@@ -63,7 +56,8 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     parent_rows = live_rows(parent) if parent is not None else 0
     _overwrite(tx, mirror, touched, written, marker)
     staged = _staged(tx, state.current_id, result.mirror)
-    tx.set_properties({**_published(marker, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
+    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id),
+                       DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += counts.upserts
@@ -98,8 +92,8 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
     _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
     staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
-    tx.set_properties({**_published(marker, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode),
-                       **dict(step.properties)})
+    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id),
+                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -130,8 +124,8 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
 
     tx = once(mirror)
     ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
-    tx.set_properties({**_published(step.target, staged.snapshot_id), DELETE_MODE_PROPERTY: str(delete_mode),
-                       **dict(step.properties)})
+    tx.set_properties({**published_properties(step.target.wap_id, staged.snapshot_id),
+                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     tx.commit_transaction()
     return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)
 
@@ -146,13 +140,6 @@ def once(mirror: Any) -> Any:
     meta = mirror.metadata
     held = meta.model_copy(update={"properties": {**meta.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}})
     return Table(mirror.name(), held, mirror.metadata_location, mirror.io, mirror.catalog).transaction()
-
-
-def _published(marker: Marker, snapshot_id: int) -> Dict[str, str]:
-    """The properties every publish sets in its commit: the checkpoint, the data it holds and the
-    snapshot holding it (core/checkpoint.py)."""
-    return {CHECKPOINT_PROPERTY: marker.wap_id, DATA_CHECKPOINT_PROPERTY: marker.wap_id,
-            DATA_SNAPSHOT_PROPERTY: str(snapshot_id)}
 
 
 def replaced_files(mirror: Any, state: TableState) -> List[Any]:

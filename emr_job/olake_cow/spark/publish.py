@@ -8,7 +8,7 @@ in the mirror twice; a write staged before another run's publish would have repe
 inserts. A mirror that moved raises MirrorMovedError and the step loop plans again from it."""
 from typing import Any, Mapping, Optional
 
-from ..core.checkpoint import CHECKPOINT_PROPERTY, DATA_CHECKPOINT_PROPERTY, DATA_SNAPSHOT_PROPERTY
+from ..core.checkpoint import published_properties
 from ..core.errors import MirrorMovedError
 from ..core.snapshots import Summary
 from .catalog import IcebergCatalog, is_java_error
@@ -21,18 +21,17 @@ def publish(catalog: IcebergCatalog, namespace: str, table: str, staged_id: Opti
     find_checkpoint), with the checkpoint properties and `properties`, in one commit; returns the
     mirror's new current id."""
     t = catalog.load(namespace, table)
-    values = {CHECKPOINT_PROPERTY: checkpoint, DATA_CHECKPOINT_PROPERTY: checkpoint, **(properties or {})}
     if staged_id is None:
         tx = t.newTransaction()
         tx.newFastAppend().set(Summary.WAP_ID, checkpoint).commit()  # on any snapshot: it adds nothing
-        values[DATA_SNAPSHOT_PROPERTY] = str(int(tx.table().currentSnapshot().snapshotId()))
+        made = int(tx.table().currentSnapshot().snapshotId())
         update = tx.updateProperties()
-        for key, value in values.items():
+        for key, value in {**published_properties(checkpoint, made), **(properties or {})}.items():
             update = update.set(key, value)
         update.commit()
         tx.commitTransaction()
     else:
-        _fast_forward(catalog, t, int(staged_id), {**values, DATA_SNAPSHOT_PROPERTY: str(int(staged_id))})
+        _fast_forward(catalog, t, int(staged_id), {**published_properties(checkpoint, staged_id), **(properties or {})})
     t.refresh()
     return int(t.currentSnapshot().snapshotId())
 
