@@ -15,10 +15,11 @@ What it serves, and why the rest stays on Spark:
             equality and position deletes live to be read again with the next change set.
   format    cow. No maintained Python library writes Iceberg v3 deletion vectors yet
             (pyiceberg 0.12 reads them), so dv mirrors stay on Spark.
-  work      first builds (made as Spark makes a mirror, create.py) and incremental merges, within
-            a budget read from metadata (budget.py). Rebuilds of a mirror holding rows, schema or
-            layout changes and a staged write left by a Spark run are handed to Spark (`--engine
-            auto`) or refused (`--engine python`).
+  work      first builds (made as Spark makes a mirror, create.py), incremental merges, rebuilds
+            in place, the source's schema, spec and order followed (evolve.py) and a write a Spark
+            run staged and did not publish, within a budget read from metadata (core/budget.py). A
+            mirror made anew (drop and create), a change pyiceberg cannot apply, maintenance and
+            --verify are handed to Spark (`--engine auto`) or refused (`--engine python`).
 
 Rooms: catalog.py (open the catalog, what it serves), manifests.py (files and their rows at a
 snapshot, deletes applied), reader.py (a readonly change set, core/readonly.py's intervals),
