@@ -28,7 +28,7 @@ VARIANTS = [(m, f) for m in ("readonly", "truncate") for f in ("cow", "dv")]
 TABLES = {"eq": ("equality", ()), "pos": ("position", ()), "dvs": ("dv", ()),
           "part": ("equality", ("bucket(4, _olake_id)",)), "mig": ("equality", ())}
 # properties whose values name snapshots or runs: their keys are compared, not their values
-VOLATILE = ("olake-cow.checkpoint", "olake-cow.data-checkpoint", "olake-cow.data-snapshot",
+VOLATILE = ("olake-cow.checkpoint", "olake-cow.data-checkpoint", "olake-cow.data-snapshot", "olake-cow.data-rows",
             "olake-cow.staged-snapshot", "olake-cow.source-table")
 
 

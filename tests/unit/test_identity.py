@@ -7,9 +7,11 @@ import pytest
 from olake_cow.core.checkpoint import (
     CHECKPOINT_PROPERTY,
     DATA_CHECKPOINT_PROPERTY,
+    DATA_ROWS_PROPERTY,
     DATA_SNAPSHOT_PROPERTY,
     REJECTED_PROPERTY,
     Marker,
+    published_properties,
 )
 from olake_cow.core.identity import (
     MADE_BY,
@@ -93,14 +95,47 @@ def test_a_commit_someone_published_under_the_jobs_wap_id_is_foreign():
     assert foreign_change(legacy) is None  # a mirror of an earlier version recorded no id: the marker rule
 
 
+def rows(sid, parent, op, records, delete_files=0, wap=None):
+    s = snap(sid, parent, op, wap)
+    return dataclasses.replace(s, summary={**s.summary, "total-records": str(records),
+                                           "total-delete-files": str(delete_files)})
+
+
+def test_a_rewrite_that_shows_other_rows_than_the_job_published_is_foreign():
+    """A rewrite keeps rows: one showing a count other than the job's publish followed someone's
+    commit, whether the job's snapshots are still there or were expired (the count is recorded
+    with the publish, for a snapshot without delete files)."""
+    published = rows(1, None, "overwrite", 100, wap=M1)
+    ours = {DATA_CHECKPOINT_PROPERTY: M1, **published_properties(M1, 1, published.summary)}
+    assert ours[DATA_ROWS_PROPERTY] == "100"
+    assert foreign_change(mirror(published, rows(2, 1, "replace", 100), **ours)) is None  # a compaction
+    shrunk = mirror(published, rows(2, 1, "replace", 99), **ours)
+    assert "snapshot 2 (replace) shows 99 rows, not the 100 of snapshot 1" in foreign_change(shrunk)
+    expired = TableState(True, "m", 3, (rows(3, 2, "replace", 99),), ours)
+    assert "shows 99 rows" in foreign_change(expired)
+    assert foreign_change(TableState(True, "m", 3, (rows(3, 2, "replace", 100),), ours)) is None
+    # with delete files the count is not exact: neither recorded nor compared
+    assert published_properties(M1, 1, rows(1, None, "overwrite", 100, 2).summary)[DATA_ROWS_PROPERTY] == "unknown"
+    assert foreign_change(mirror(published, rows(2, 1, "replace", 99, 1), **ours)) is None
+    legacy = {DATA_CHECKPOINT_PROPERTY: M1, DATA_SNAPSHOT_PROPERTY: "1"}  # a version that recorded no count
+    assert foreign_change(mirror(published, rows(2, 1, "replace", 99), **legacy)) is None
+
+
 def test_a_rejected_snapshot_made_current_is_foreign():
     m = mirror(snap(1, None, wap=M1), snap(2, 1, wap=M2), **{DATA_CHECKPOINT_PROPERTY: M1, REJECTED_PROPERTY: "2"})
     assert "failed its audit" in foreign_change(m)
 
 
-def test_a_mirror_whose_history_was_expired_past_its_publishes_is_trusted():
+def test_a_mirror_whose_history_was_expired_past_its_publishes_is_trusted_after_rewrites_only():
     m = TableState(True, "m", 3, (snap(3, 2, "replace"),), {DATA_CHECKPOINT_PROPERTY: M1})
     assert foreign_change(m) is None
+    # someone's delete, then an expiry that took every snapshot the job made: still someone's
+    deleted = TableState(True, "m", 4, (snap(3, 2, "replace"), snap(4, 3, "delete")), {DATA_CHECKPOINT_PROPERTY: M1})
+    assert "snapshot 4 (delete) was committed by someone else after the job's last commit (the job's own snapshots " \
+           "were expired since)" in foreign_change(deleted)
+    # a mirror of an earlier version recorded no data checkpoint and may hold unmarked commits of its own
+    legacy = TableState(True, "m", 4, (snap(3, 2, "replace"), snap(4, 3, "append")), {})
+    assert foreign_change(legacy) is None
 
 
 def test_an_older_mirror_without_the_data_checkpoint_is_not_called_rolled_back():

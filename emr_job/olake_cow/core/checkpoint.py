@@ -14,9 +14,9 @@ file). Replaying changes from an older checkpoint is harmless (merges are idempo
 in order), so a checkpoint that lags never loses data; one that runs ahead would.
 """
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
-from .snapshots import Snapshot, Summary, TableState, ancestors
+from .snapshots import Snapshot, Summary, TableState, ancestors, exact_rows
 
 WAP_PREFIX = "olake-cow"
 CHECKPOINT_PROPERTY = "olake-cow.checkpoint"
@@ -30,6 +30,10 @@ DATA_SNAPSHOT_PROPERTY = "olake-cow.data-snapshot"
 # The id of the snapshot the Spark engine staged last, set right after it staged it: a later run
 # publishes a staged snapshot only when it is this one, never one someone staged under the job's id.
 STAGED_PROPERTY = "olake-cow.staged-snapshot"
+# The rows the published snapshot shows, set with it when it holds no delete file (Snapshot.exact_rows;
+# else "unknown"): a rewrite keeps them, so a compaction of someone's delete, with the job's snapshots
+# expired, still shows.
+DATA_ROWS_PROPERTY = "olake-cow.data-rows"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
 FORMAT_PROPERTY = "olake-cow.mirror-format"  # cow | dv
@@ -87,16 +91,19 @@ def marker_of(snap: Snapshot) -> Optional[Marker]:
     return None
 
 
-def published_properties(checkpoint: str, snapshot_id: int) -> Dict[str, str]:
+def published_properties(checkpoint: str, snapshot_id: int, summary: Mapping[str, str]) -> Dict[str, str]:
     """What every publish sets in its own commit, in either engine: the checkpoint (`checkpoint`, a
-    marker's WAP id), the data the mirror holds, and the snapshot holding it."""
+    marker's WAP id), the data the mirror holds, the snapshot holding it and its rows (from its
+    `summary`)."""
+    rows = exact_rows(summary)
     return {CHECKPOINT_PROPERTY: checkpoint, DATA_CHECKPOINT_PROPERTY: checkpoint,
-            DATA_SNAPSHOT_PROPERTY: str(int(snapshot_id))}
+            DATA_SNAPSHOT_PROPERTY: str(int(snapshot_id)), DATA_ROWS_PROPERTY: "unknown" if rows is None else str(rows)}
 
 
 def recorded_snapshot(mirror: TableState, key: str) -> Optional[int]:
-    """The snapshot id the job recorded under `key` (DATA_SNAPSHOT_PROPERTY, STAGED_PROPERTY); None
-    when it recorded none (a mirror of an earlier version) or the value is not an id."""
+    """The number the job recorded under `key` (a snapshot id: DATA_SNAPSHOT_PROPERTY,
+    STAGED_PROPERTY; a count: DATA_ROWS_PROPERTY); None when it recorded none (a mirror of an
+    earlier version) or the value is not a number."""
     value = (mirror.properties.get(key) or "").strip()
     return int(value) if value.lstrip("-").isdigit() else None
 

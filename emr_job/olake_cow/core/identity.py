@@ -26,6 +26,7 @@ from typing import Callable, Iterable, List, Mapping, Optional, Tuple
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
     DATA_CHECKPOINT_PROPERTY,
+    DATA_ROWS_PROPERTY,
     DATA_SNAPSHOT_PROPERTY,
     FORMAT_PROPERTY,
     SOURCE_PROPERTY,
@@ -141,18 +142,37 @@ def foreign_change(mirror: TableState, source: TableState = MISSING) -> Optional
 def _history_change(mirror: TableState) -> Optional[str]:
     chain, complete = ancestors(mirror)
     last = max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
-    after: List[Snapshot] = chain if last is None else chain[last + 1:]
-    foreign = [s for s in after if s.operation != Operation.REPLACE.value]
-    if foreign and (last is not None or complete):
-        s = foreign[-1]
-        return (f"mirror snapshot {s.snapshot_id} ({s.operation or 'no operation'}) was committed by someone else "
-                "after the job's last commit")
+    # A mirror that records its data checkpoint is of a version that marks every data commit: a
+    # commit without one is someone's even when the job's own were expired (a mirror of an earlier
+    # version may hold unmarked commits of its own, so its history must show the newest marker).
+    marks_all = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY)) is not None
+    found = _unmarked_commit(chain, last, complete, marks_all)
+    if found:
+        return found
+    rewrite = chain[-1] if chain and chain[-1].operation == Operation.REPLACE.value else None
     if last is None:
-        if complete and parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY)) is not None:
+        if complete and marks_all:
             return (f"the mirror's current snapshot {mirror.current_id} holds none of the job's commits "
                     "(it was rolled back or set by someone else)")
+        return _rows_change(mirror, rewrite)
+    return _marked_change(mirror, chain[last]) or _rows_change(mirror, rewrite)
+
+
+def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool, marks_all: bool) -> Optional[str]:
+    """A commit other than a rewrite after the newest snapshot carrying the job's marker (`last`, an
+    index in `chain`), where the history shows it is not one of the job's."""
+    after: List[Snapshot] = chain if last is None else chain[last + 1:]
+    foreign = [s for s in after if s.operation != Operation.REPLACE.value]
+    if not foreign or not (last is not None or complete or marks_all):
         return None
-    held = chain[last]
+    s = foreign[-1]
+    expired = "" if last is not None or complete else " (the job's own snapshots were expired since)"
+    return (f"mirror snapshot {s.snapshot_id} ({s.operation or 'no operation'}) was committed by someone else "
+            f"after the job's last commit{expired}")
+
+
+def _marked_change(mirror: TableState, held: Snapshot) -> Optional[str]:
+    """Why `held`, the newest snapshot carrying the job's marker, is not the job's last publish."""
     if held.snapshot_id in rejected(mirror):
         return f"mirror snapshot {held.snapshot_id} failed its audit but was made current by someone else"
     published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
@@ -161,6 +181,20 @@ def _history_change(mirror: TableState) -> Optional[str]:
         return changed or (f"mirror snapshot {held.snapshot_id} carries the job's checkpoint marker but is not "
                            f"snapshot {published} that the job published: it was committed by someone else")
     return _data_checkpoint_change(mirror, marker_of(held))
+
+
+def _rows_change(mirror: TableState, current: Optional[Snapshot]) -> Optional[str]:
+    """A rewrite (the current snapshot, None when it is not one) whose rows differ from those the
+    job's publish left: a rewrite keeps them, so someone's commit came before it (its own snapshot
+    perhaps expired since). Counted only where both snapshots hold no delete file (exact rows)."""
+    left, published = recorded_snapshot(mirror, DATA_ROWS_PROPERTY), recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
+    now = current.exact_rows if current is not None else None
+    if current is None or left is None or published is None or now is None or now == left \
+            or is_snapshot(current, published):
+        return None
+    return (f"mirror snapshot {current.snapshot_id} ({current.operation or 'no operation'}) shows {now} rows, not the "
+            f"{left} of snapshot {published} that the job published: a rewrite keeps rows, so what it rewrote was "
+            "committed by someone else")
 
 
 def _data_checkpoint_change(mirror: TableState, held: Optional[Marker]) -> Optional[str]:

@@ -43,6 +43,14 @@ class Summary:
     SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # the staged snapshot a cherry-pick published
 
 
+def exact_rows(summary: Mapping[str, str]) -> Optional[int]:
+    """Snapshot.exact_rows of a snapshot summary (a Java engine's as well as the core's record)."""
+    records, deletes = summary.get(Summary.TOTAL_RECORDS), summary.get(Summary.TOTAL_DELETE_FILES)
+    if records is None or deletes is None or not str(records).isdigit() or str(deletes) != "0":
+        return None
+    return int(records)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     snapshot_id: int
@@ -57,6 +65,12 @@ class Snapshot:
             return int(self.summary.get(key, default))
         except (TypeError, ValueError):
             return default
+
+    @property
+    def exact_rows(self) -> Optional[int]:
+        """The rows the snapshot shows when its summary says it holds no delete file (every record
+        live), else None: a rewrite that keeps content keeps this count."""
+        return exact_rows(self.summary)
 
     @property
     def is_boundary(self) -> bool:

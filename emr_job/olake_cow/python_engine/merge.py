@@ -47,7 +47,8 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
         # checkpoint, as the Spark engine's (core/checkpoint.py find_checkpoint).
         with tx.update_snapshot(snapshot_properties={Summary.WAP_ID: marker.wap_id}).fast_append():
             pass
-        tx.set_properties({**published_properties(marker.wap_id, tx.table_metadata.current_snapshot_id),
+        made = _staged(tx, state.current_id, result.mirror)
+        tx.set_properties({**published_properties(marker.wap_id, made.snapshot_id, made.summary),
                            DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
         tx.commit_transaction()
         result.rows_deleted += counts.deletes
@@ -56,7 +57,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     parent_rows = live_rows(parent) if parent is not None else 0
     _overwrite(tx, mirror, touched, written, marker)
     staged = _staged(tx, state.current_id, result.mirror)
-    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id),
+    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id, staged.summary),
                        DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
@@ -92,7 +93,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
     _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
     staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
-    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id),
+    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id, staged.summary),
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
@@ -124,7 +125,7 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
 
     tx = once(mirror)
     ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
-    tx.set_properties({**published_properties(step.target.wap_id, staged.snapshot_id),
+    tx.set_properties({**published_properties(step.target.wap_id, staged.snapshot_id, staged.summary),
                        DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
     tx.commit_transaction()
     return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)

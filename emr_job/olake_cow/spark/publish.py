@@ -24,22 +24,25 @@ def publish(catalog: IcebergCatalog, namespace: str, table: str, staged_id: Opti
     if staged_id is None:
         tx = t.newTransaction()
         tx.newFastAppend().set(Summary.WAP_ID, checkpoint).commit()  # on any snapshot: it adds nothing
-        made = int(tx.table().currentSnapshot().snapshotId())
+        made = tx.table().currentSnapshot()
         update = tx.updateProperties()
-        for key, value in {**published_properties(checkpoint, made), **(properties or {})}.items():
+        summary = dict(made.summary())
+        for key, value in {**published_properties(checkpoint, int(made.snapshotId()), summary),
+                           **(properties or {})}.items():
             update = update.set(key, value)
         update.commit()
         tx.commitTransaction()
     else:
-        _fast_forward(catalog, t, int(staged_id), {**published_properties(checkpoint, staged_id), **(properties or {})})
+        _fast_forward(catalog, t, int(staged_id), checkpoint, properties or {})
     t.refresh()
     return int(t.currentSnapshot().snapshotId())
 
 
-def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, values: Mapping[str, str]) -> None:
-    """Set main to `staged_id` and the properties `values`, committed only if the table's metadata is
-    still the one read here, whose current snapshot is the staged one's parent (no retry: a retry
-    would apply it to a newer snapshot)."""
+def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, checkpoint: str,
+                  properties: Mapping[str, str]) -> None:
+    """Set main to `staged_id` with the checkpoint properties and `properties`, committed only if the
+    table's metadata is still the one read here, whose current snapshot is the staged one's parent
+    (no retry: a retry would apply it to a newer snapshot)."""
     ops = t.operations()
     base = ops.refresh()
     staged = base.snapshot(staged_id)
@@ -50,6 +53,7 @@ def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, values: Mappi
         raise MirrorMovedError(f"the mirror's current snapshot is {held}, not {parent} on which snapshot {staged_id} "
                                "was staged (another run published, or someone committed): nothing was published")
     props = catalog.jvm.java.util.HashMap()
+    values = {**published_properties(checkpoint, staged_id, dict(staged.summary())), **properties}
     for key, value in values.items():
         props.put(key, value)
     builder = catalog.iceberg.TableMetadata.buildFrom(base)
