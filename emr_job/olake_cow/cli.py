@@ -140,6 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="truncate mode, once, after OLake's snapshots were expired past the mirror's checkpoint: "
                         "merge what OLake's table still holds into the mirror (its rows are kept) instead of "
                         "stopping; changes OLake's table no longer holds are missed, and the summary says so")
+    p.add_argument("--keep-mirror-changes", action="store_true",
+                   help="truncate mode, once, after the job refused a mirror someone committed to: keep those "
+                        "commits (a GDPR delete, say) as the mirror's content and merge on from them; only for "
+                        "commits made on the job's last commit, still in the mirror's history (a rollback, a "
+                        "column or format change stay refused)")
     p.add_argument("--delete-mode", choices=[m.value for m in DeleteMode], default=DeleteMode.KEEP.value,
                    help="keep tombstone rows (_op_type='d') as the source shows them, or remove "
                         "their keys (hard); default keep")
@@ -469,10 +474,14 @@ def job_options(args: argparse.Namespace, cfg: DestinationConfig) -> Tuple[JobOp
     if args.fold_deletes and asked is not None and not FORMATS[asked].folds_deletes:
         raise ConfigError("--fold-deletes folds deletion vectors, which only dv mirrors have: with --mirror-format "
                           f"{asked.value} it would do nothing (use --compact-files)")
+    if args.keep_mirror_changes and parse_mode(args.source_mode) == SourceMode.READONLY:
+        raise ConfigError("--keep-mirror-changes keeps changes to a truncate mirror, the only complete copy; a "
+                          "readonly mirror equals OLake's table and is rebuilt from it")
     job = JobOptions(src, cow, base, DeleteMode(args.delete_mode), args.dry_run, args.parallelism, "", maintenance,
                      args.target_file_size_mb, source_mode=parse_mode(args.source_mode),
                      mirror_format=parse_format(args.mirror_format), upgrade_mirror=args.upgrade_mirror,
-                     verify=args.verify, resume_from_source=args.resume_from_source)
+                     verify=args.verify, resume_from_source=args.resume_from_source,
+                     keep_mirror_changes=args.keep_mirror_changes)
     return job, tables
 
 

@@ -95,6 +95,42 @@ def test_a_truncate_mirror_changed_by_someone_else_is_refused_and_kept(tlake):
     assert table_snapshot(lake, lake.mirror_q("t")) == before
 
 
+def test_a_change_someone_made_on_a_truncate_mirror_is_kept_only_when_asked(tlake):
+    """A GDPR delete on a truncate mirror, the only complete copy: refused (the refusal offers
+    --keep-mirror-changes), then kept when asked: the row stays deleted, OLake's changes before and
+    after are merged, and the next run is idle. A rollback is never kept."""
+    from testkit.local import mirror_problems
+
+    lake = tlake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44}])
+    code, result = lake.run_summary()
+    assert code == 1 and "run once with --keep-mirror-changes" in result["error"], result
+    code, result = lake.run_summary("--keep-mirror-changes")
+    assert code == 0 and result["status"] == "merged", result
+    assert any("kept someone's change" in n for n in result["notes"]), result
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])
+    assert lake.run() == 0
+
+    def without_3():
+        return [r for r in lake.writer.model("t").expected() if r["_olake_id"] != "3"]
+
+    _, problems = mirror_problems(lake.writer.spark, lake.mirror_q("t"), lake.mirror("t"), without_3(), lake.fmt,
+                                  engines=("pyiceberg",), io=lake.io)
+    assert not problems, problems
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "up_to_date", result
+    # a rollback past the job's commits is not someone's change on them: refused even when asked
+    first = ancestors(lake.mirror("t"))[0][0].snapshot_id
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {first})")
+    before = table_snapshot(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary("--keep-mirror-changes")
+    assert code == 1 and "--keep-mirror-changes" not in result["error"], result
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+
+
 def test_a_delete_mode_change_rebuilds_a_readonly_mirror(rlake):
     lake = rlake
     make(lake)

@@ -151,6 +151,8 @@ CASES = {
     "spark-conf-master-bogus": (HADOOP, ["--spark-conf", "spark.master=nowhere"], "is not a Spark master"),
     "fold-deletes-on-cow": (HADOOP, ["--fold-deletes", "--mirror-format", "cow"],
                             "--fold-deletes folds deletion vectors, which only dv mirrors have"),
+    "keep-changes-readonly": (HADOOP, ["--keep-mirror-changes", "--source-mode", "readonly"],
+                              "--keep-mirror-changes keeps changes to a truncate mirror, the only complete copy"),
     "summary-out-no-bucket": (HADOOP, ["--summary-out", "s3://"], "must name an object: s3://bucket/path"),
     "summary-out-a-folder": (HADOOP, ["--summary-out", "s3://lake/summaries/"], "must name an object"),
     "summary-out-bad-bucket": (HADOOP, ["--summary-out", "s3://Not_A_Bucket/run.json"],

@@ -2,11 +2,18 @@
 import pytest
 
 from olake_cow.core.changesource import for_mode
-from olake_cow.core.checkpoint import CHECKPOINT_PROPERTY, STAGED_PROPERTY, Marker
+from olake_cow.core.checkpoint import (
+    CHECKPOINT_PROPERTY,
+    DATA_CHECKPOINT_PROPERTY,
+    DATA_SNAPSHOT_PROPERTY,
+    STAGED_PROPERTY,
+    Marker,
+)
 from olake_cow.core.modes import SourceMode
+from olake_cow.core.planner import TableAsk, describe_table, plan_table
 from olake_cow.core.planner import plan_next as _plan_next
 from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
-from olake_cow.core.steps import LEFT_FOR_NEXT_RUN, Blocked, Done, Merge, Publish, Truncate
+from olake_cow.core.steps import LEFT_FOR_NEXT_RUN, UP_TO_DATE, Blocked, Done, Keep, Merge, Publish, Truncate
 
 pytestmark = pytest.mark.unit
 UUID = "src-uuid"
@@ -190,3 +197,44 @@ def test_a_rewrite_that_dropped_delete_files_makes_the_change_set_read_them_from
     assert dropped_delete_window(src, 4) == ()  # nothing dropped before the rewrite
     plain = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3))
     assert dropped_delete_window(plain, 4) == ()
+
+
+KEEP_SOURCE = (snap(1, None), snap(2, 1, boundary=True))
+
+
+def _changed_mirror(*after, current=None):
+    """A mirror the job published boundary 2's change set into (snapshot 100), and what came after."""
+    marker = Marker(UUID, 2).wap_id
+    props = {CHECKPOINT_PROPERTY: marker, DATA_CHECKPOINT_PROPERTY: marker, DATA_SNAPSHOT_PROPERTY: "100"}
+    return mirror(published(100, None, 2), *after, current=current, props=props)
+
+
+def test_a_users_commit_on_the_jobs_last_publish_is_kept_only_when_asked():
+    """--keep-mirror-changes (a GDPR delete on the only complete copy): commits made on the job's
+    last publish become the mirror's content through a commit of the job's; without it they are
+    refused, and the refusal names the option."""
+    src = source(*KEEP_SOURCE)
+    changed = _changed_mirror(Snapshot(101, 100, 101, "delete", {}))
+    refused = plan_table(src, changed, SourceMode.TRUNCATE, TableAsk())
+    assert isinstance(refused, Blocked) and "run once with --keep-mirror-changes" in refused.reason
+    kept = plan_table(src, changed, SourceMode.TRUNCATE, TableAsk(keep=True))
+    assert isinstance(kept, Keep) and kept.target == Marker(UUID, 2) and "committed by someone else" in kept.reason
+    assert describe_table(src, changed, SourceMode.TRUNCATE, TableAsk(keep=True))[0].startswith("keep someone's change")
+    assert plan_table(src, _changed_mirror(), SourceMode.TRUNCATE, TableAsk(keep=True)) == Done(UP_TO_DATE)
+
+
+def test_a_rollback_or_a_history_expired_past_the_publish_is_never_kept():
+    """What a change was made on must be the job's last publish, seen in the history: a rollback
+    (rows of merged change sets missing) or commits whose parent was expired stay refused, and the
+    refusal does not offer to keep them."""
+    src = source(*KEEP_SOURCE, snap(3, 2), snap(4, 3, boundary=True))
+    marker = Marker(UUID, 4).wap_id
+    rolled_back = mirror(published(100, None, 2), published(102, 100, 4), current=100,
+                         props={CHECKPOINT_PROPERTY: marker, DATA_CHECKPOINT_PROPERTY: marker,
+                                DATA_SNAPSHOT_PROPERTY: "102"})
+    expired = mirror(Snapshot(101, 100, 101, "delete", {}), props={
+        CHECKPOINT_PROPERTY: Marker(UUID, 2).wap_id, DATA_CHECKPOINT_PROPERTY: Marker(UUID, 2).wap_id,
+        DATA_SNAPSHOT_PROPERTY: "100"})
+    for state, source_state in ((rolled_back, src), (expired, source(*KEEP_SOURCE))):
+        step = plan_table(source_state, state, SourceMode.TRUNCATE, TableAsk(keep=True))
+        assert isinstance(step, Blocked) and "--keep-mirror-changes" not in step.reason, step

@@ -53,14 +53,16 @@ class ChangeSource(Generic[R]):
     writes_source = False
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False,
+             keep: bool = False) -> Step:
         """The next step. `rebuild_reason`: why the mirror must be rebuilt whatever its checkpoint says
         (a mirror someone else changed is found by the planners themselves, identity.py). `resume`:
-        merge what the source still holds past expired change sets (truncate mode)."""
+        merge what the source still holds past expired change sets (truncate mode). `keep`: keep
+        someone's commits on the job's last publish as the mirror's content (truncate mode)."""
         raise NotImplementedError
 
     def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
-                 resume: bool = False) -> List[str]:
+                 resume: bool = False, keep: bool = False) -> List[str]:
         raise NotImplementedError
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
@@ -77,12 +79,13 @@ class TruncateSource(ChangeSource[ReadsBoundaries]):
     writes_source = True
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
-        return truncate.plan(source, mirror, may_close, rebuild_reason, resume)
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False,
+             keep: bool = False) -> Step:
+        return truncate.plan(source, mirror, may_close, rebuild_reason, resume, keep)
 
     def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
-                 resume: bool = False) -> List[str]:
-        return truncate.describe(source, mirror, rebuild_reason, resume)
+                 resume: bool = False, keep: bool = False) -> List[str]:
+        return truncate.describe(source, mirror, rebuild_reason, resume, keep)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:
         # Change sets after the last merged boundary live only in the snapshots from it on.
@@ -98,11 +101,12 @@ class ReadonlySource(ChangeSource[ReadsHistory]):
     mode = SourceMode.READONLY
 
     def plan(self, source: TableState, mirror: TableState, target_id: Optional[int] = None,
-             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False) -> Step:
+             may_close: bool = True, rebuild_reason: Optional[str] = None, resume: bool = False,
+             keep: bool = False) -> Step:
         return readonly.plan(source, mirror, target_id, rebuild_reason)
 
     def describe(self, source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
-                 resume: bool = False) -> List[str]:
+                 resume: bool = False, keep: bool = False) -> List[str]:
         return readonly.describe(source, mirror, rebuild_reason)
 
     def expiry_floor(self, source: TableState, mirror: TableState) -> Optional[Snapshot]:

@@ -158,6 +158,21 @@ def _history_change(mirror: TableState) -> Optional[str]:
     return _marked_change(mirror, chain[last]) or _rows_change(mirror, rewrite)
 
 
+def changes_on_publish(mirror: TableState, source: TableState = MISSING) -> Optional[str]:
+    """Why the mirror is not as the job left it when it is only so by commits someone made on top of
+    the job's last publish, which is still in its history (what --keep-mirror-changes may keep); None
+    when it is as the job left it or changed otherwise: rolled back, a forged or rejected snapshot
+    made current, a column or format version changed, or its history expired past the publish (what
+    such commits were made on cannot be seen)."""
+    if not mirror.exists or mirror.current_id is None or _column_change(source, mirror) or _format_change(mirror):
+        return None
+    chain, _ = ancestors(mirror)
+    last = max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
+    if last is None or last == len(chain) - 1 or _marked_change(mirror, chain[last]):
+        return None
+    return _history_change(mirror)
+
+
 def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool, marks_all: bool) -> Optional[str]:
     """A commit other than a rewrite after the newest snapshot carrying the job's marker (`last`, an
     index in `chain`), where the history shows it is not one of the job's."""

@@ -23,6 +23,7 @@ class JobOptions:
     upgrade_mirror: bool = False  # allow --mirror-format dv to upgrade an existing cow mirror in place
     verify: bool = False
     resume_from_source: bool = False  # truncate mode: merge what the source still holds past expired change sets
+    keep_mirror_changes: bool = False  # truncate mode: keep someone's commits on the job's last publish
 
     def mirror_location(self, mirror: str) -> Optional[str]:
         """Where a new mirror table is created (None: where the catalog puts it), whichever engine creates it."""
@@ -31,4 +32,4 @@ class JobOptions:
     @property
     def ask(self) -> TableAsk:
         """What the run asks of every table beyond its mode (planner.py)."""
-        return TableAsk(self.delete_mode, self.resume_from_source)
+        return TableAsk(self.delete_mode, self.resume_from_source, self.keep_mirror_changes)

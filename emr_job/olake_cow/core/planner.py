@@ -26,6 +26,7 @@ class TableAsk:
 
     delete_mode: DeleteMode = DeleteMode.KEEP
     resume: bool = False  # --resume-from-source (truncate mode)
+    keep: bool = False  # --keep-mirror-changes (truncate mode)
 
 
 def rebuild_reason(source: TableState, mirror: TableState, ask: TableAsk) -> Optional[str]:
@@ -54,12 +55,13 @@ def plan_table(source: TableState, mirror: TableState, mode: SourceMode, ask: Ta
                target_id: Optional[int] = None, may_close: bool = True) -> Step:
     """What a run does next for one table: the one decision the job's loop and the trigger's idle
     check both take, from the same inputs."""
-    return for_mode(mode).plan(source, mirror, target_id, may_close, rebuild_reason(source, mirror, ask), ask.resume)
+    return for_mode(mode).plan(source, mirror, target_id, may_close, rebuild_reason(source, mirror, ask), ask.resume,
+                               ask.keep)
 
 
 def describe_table(source: TableState, mirror: TableState, mode: SourceMode, ask: TableAsk) -> List[str]:
     """The plan of a dry run, in words."""
-    return for_mode(mode).describe(source, mirror, rebuild_reason(source, mirror, ask), ask.resume)
+    return for_mode(mode).describe(source, mirror, rebuild_reason(source, mirror, ask), ask.resume, ask.keep)
 
 
 def plan_next(source: TableState, mirror: TableState, mode: SourceMode, target_id: Optional[int] = None,

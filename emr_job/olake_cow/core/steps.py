@@ -49,6 +49,17 @@ class Advance:
 
 
 @dataclass(frozen=True)
+class Keep:
+    """Truncate mode, asked for once (--keep-mirror-changes): commits someone made on the mirror on
+    top of the job's last publish (a GDPR delete, say) are kept as the mirror's content. A commit of
+    no file carrying the checkpoint `target` makes the mirror's current state the job's; merging goes
+    on from it. `reason`: what was found."""
+
+    target: Marker
+    reason: str
+
+
+@dataclass(frozen=True)
 class Done:
     reason: str
 
@@ -60,7 +71,7 @@ class Blocked:
     reason: str
 
 
-Step = Union[Merge, Publish, Truncate, Advance, Done, Blocked]
+Step = Union[Merge, Publish, Truncate, Advance, Keep, Done, Blocked]
 
 UP_TO_DATE = "up to date"
 NO_SNAPSHOTS = "the source table has no snapshots yet"

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
 from .checkpoint import Marker, find_checkpoint, job_staged
-from .identity import foreign_change, mirror_ground_problem, restore_advice
+from .identity import changes_on_publish, foreign_change, mirror_ground_problem, restore_advice
 from .snapshots import Snapshot, Summary, TableState, ancestors
-from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Merge, Publish, Step, Truncate
+from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Keep, Merge, Publish, Step, Truncate
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,15 @@ def _lost_checkpoint(source: TableState, checkpoint_id: int) -> str:
 
 
 def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild_reason: Optional[str] = None,
-         resume: bool = False) -> Step:
+         resume: bool = False, keep: bool = False) -> Step:
     """`resume`: merge what the source still holds when the change sets after the mirror's
-    checkpoint were expired (--resume-from-source), instead of stopping."""
+    checkpoint were expired (--resume-from-source), instead of stopping. `keep`: keep commits
+    someone made on top of the job's last publish as the mirror's content (--keep-mirror-changes)."""
     if not source.exists:
         return Blocked("the source table does not exist")
     repair = rebuild_reason or foreign_change(mirror, source)
     if repair:
-        return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
-                       "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "
-                       + restore_advice(mirror))
+        return _changed_mirror(source, mirror, repair, bool(rebuild_reason), keep)
     ground = mirror_ground_problem(source, mirror)
     if ground:
         return Blocked(f"{ground}, and in truncate mode the mirror is the only complete copy: nothing was written or "
@@ -114,15 +113,29 @@ RESUMED = ("resumed from what OLake's table still holds (--resume-from-source): 
            "were expired before they were merged are not in the mirror")
 
 
+def _changed_mirror(source: TableState, mirror: TableState, repair: str, rebuild: bool, keep: bool) -> Step:
+    """A truncate mirror (the only complete copy) not as the job left it (`repair`) is never rebuilt:
+    refused, or, when asked (`keep`), commits someone made on the job's last publish are kept."""
+    kept = None if rebuild else changes_on_publish(mirror, source)
+    checkpoint = find_checkpoint(mirror)
+    if keep and kept and checkpoint is not None:
+        return Keep(checkpoint, kept)
+    may_keep = (" Or, to keep that change as the mirror's content (it was made on the job's last commit), run "
+                "once with --keep-mirror-changes") if kept else ""
+    return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
+                   "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "
+                   + restore_advice(mirror) + may_keep)
+
+
 def describe(source: TableState, mirror: TableState, rebuild_reason: Optional[str] = None,
-             resume: bool = False) -> List[str]:
-    first = plan(source, mirror, rebuild_reason=rebuild_reason, resume=resume)
+             resume: bool = False, keep: bool = False) -> List[str]:
+    first = plan(source, mirror, rebuild_reason=rebuild_reason, resume=resume, keep=keep)
     if isinstance(first, Blocked):
         return [f"blocked: {first.reason}"]
     pos = _position(source, mirror, resume)
     if isinstance(pos, Blocked):
         return [f"blocked: {pos.reason}"]
-    lines = []
+    lines = [f"keep someone's change to the mirror as its content ({first.reason})"] if isinstance(first, Keep) else []
     rebuilds = pos.rebuild
     for i, b in enumerate(pos.pending):
         verb = "rebuild the mirror from" if rebuilds else "merge"

@@ -24,6 +24,7 @@ from .clock import Clock
 from .merge import ChangeSummary, MirrorWriter
 from .mirror_table import MirrorTable
 from .paths import TablePath
+from .publish import publish
 
 MAX_STEPS = 10_000
 
@@ -79,16 +80,22 @@ class StepLoop:
                 return
             if isinstance(step, steps.Blocked):
                 raise HistoryError(f"{job.table}: {step.reason}")
-            if isinstance(step, steps.Truncate):
-                self._truncate()
-            elif isinstance(step, steps.Advance):
-                self._advance(step)
-            elif isinstance(step, steps.Merge):
-                self._merge(step, source, mirror)
-            elif isinstance(step, steps.Publish):
-                self._publish(step, source, mirror)
+            self._carry_out(step, source, mirror)
             source, mirror = job.states()
         raise OlakeCowError(f"{job.table}: no progress after {MAX_STEPS} steps")
+
+    def _carry_out(self, step: steps.Step, source: TableState, mirror: TableState) -> None:
+        """One step that writes (each ends in one commit, or one per table it writes)."""
+        if isinstance(step, steps.Truncate):
+            self._truncate()
+        elif isinstance(step, steps.Advance):
+            self._advance(step)
+        elif isinstance(step, steps.Keep):
+            self._keep(step)
+        elif isinstance(step, steps.Merge):
+            self._merge(step, source, mirror)
+        elif isinstance(step, steps.Publish):
+            self._publish(step, source, mirror)
 
     def _finish(self, source: TableState, mirror: TableState, reason: str) -> None:
         self.result.finish(source, mirror)
@@ -107,6 +114,15 @@ class StepLoop:
                                             dict(step.properties))
         self.job.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
                      step.target.snapshot_id)
+
+    def _keep(self, step: steps.Keep) -> None:
+        """--keep-mirror-changes: a commit of no file carrying the checkpoint makes the mirror's
+        current state the job's (what the planner found is in the summary's notes)."""
+        with Clock(self.result, "committing"):
+            publish(self.job.catalog, self.opts.cow_namespace, self.job.mirror, None, step.target.wap_id)
+        note = f"kept someone's change to the mirror as its content (--keep-mirror-changes): {step.reason}"
+        self.result.notes.append(note)
+        self.job.say("%s", note)
 
     def _merge(self, step: steps.Merge, source: TableState, mirror: TableState) -> None:
         """Read the change set, stage its write as core/pruning.py's choose_write says, publish it."""
