@@ -804,6 +804,49 @@ def test_a_checkpoint_someone_moved_past_olakes_changes_is_not_believed(rlake_en
     assert not trigger_sees_work(lake)
 
 
+@pytest.mark.parametrize("change", ["update", "absent-delete"])
+@pytest.mark.parametrize("when", ["before-the-write", "during-the-write"])
+def test_a_commit_someone_lands_while_a_spark_step_runs_is_seen_not_published_over(rlake, monkeypatch, when, change):
+    """Someone deletes a mirror row after the run planned its merge: before the write reads the
+    mirror, or while it writes. A step publishes only onto the snapshot it was planned on (checked
+    before the write, on the staged snapshot's parent, and by the publish's compare-and-swap), so the
+    run plans again, sees the commit and rebuilds the readonly mirror: exit 0, repaired 1, the mirror
+    equals the resolved source (before: the delete's rows were taken as the job's parent, the merge
+    published onto it, exit 0 with the row silently missing; a merge that changed no row blessed it
+    as the job's). `absent-delete`: OLake deletes a key the mirror never held (a commit of no file)."""
+    from olake_cow.spark import merge, mirror_table
+
+    lake = rlake
+    make(lake)
+    assert lake.run() == 0
+    rows = ([{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}] if change == "update" else [])
+    lake.writer.commit("t", rows, pure_deletes=[] if rows else ["999"])
+    done = []
+
+    def someone_deletes():
+        if not done:
+            done.append(True)
+            lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+
+    before = when == "before-the-write"
+    target, name = (mirror_table.MirrorTable, "prepare") if before else (merge.MirrorWriter, "stage")
+    real = getattr(target, name)
+
+    def racing(self, *args, **kwargs):
+        if before:
+            made = real(self, *args, **kwargs)
+            someone_deletes()
+            return made
+        someone_deletes()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(target, name, racing)
+    code, result = lake.run_summary("--engine", "spark")
+    assert done and code == 0 and result["repaired"] == 1, result
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    assert lake.run("--engine", "spark") == 0 and not trigger_sees_work(lake)
+
+
 def test_a_second_run_that_publishes_while_one_has_staged_never_puts_a_row_in_twice(rlake, monkeypatch):
     """Two runs of one source at once (a user's beside the schedule's). Run B stages the mirror's first
     build at OLake's snapshot S1; before B publishes, OLake commits S2 and run A publishes B's staged

@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..core.audit import ChangeCounts, audit, count_published
 from ..core.checkpoint import REJECTED_PROPERTY, STAGED_PROPERTY, Marker, staged_for, with_rejected
-from ..core.errors import AuditError, OlakeCowError
+from ..core.errors import AuditError, MirrorMovedError, OlakeCowError
 from ..core.identifiers import quote
 from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
@@ -16,7 +16,7 @@ from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
 from . import publish as publishing
-from .catalog import IcebergCatalog
+from .catalog import IcebergCatalog, is_java_error
 from .change_set import ChangeSet, DataFrame
 from .changes import ACTION, KEY, key_condition
 from .file_listing import FileListing
@@ -88,7 +88,15 @@ class MirrorWriter:
             choice = KeyMerge()
         write = write_for(choice, to, path.format, shape, keys)
         with self._settings({"spark.wap.id": marker.wap_id, **write.settings()}):
-            write.write(cs)
+            try:
+                write.write(cs)
+            except Exception as exc:  # py4j's: a write whose validation met a commit made meanwhile
+                now = self.catalog.state(self.ns, self.name).current_id
+                if now != mirror.current_id and is_java_error(exc, "ValidationException", "CommitFailedException"):
+                    raise MirrorMovedError(f"the mirror moved from snapshot {mirror.current_id} to {now} while the "
+                                           f"merge wrote (someone committed, or another run published): nothing was "
+                                           "staged") from exc
+                raise
         after = self.catalog.state(self.ns, self.name)
         staged = [s for s in staged_for(after, marker) if s.parent_id == after.current_id]
         if not staged:
@@ -134,14 +142,14 @@ class MirrorWriter:
                            {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
         count_published(self.result, staged, counts, rebuild, fmt)
 
-    def nothing_staged(self, counts: ChangeCounts, merge: Merge, rebuild: bool) -> None:
+    def nothing_staged(self, counts: ChangeCounts, merge: Merge, rebuild: bool, parent: Optional[int]) -> None:
         """A write that staged nothing may only be one that had nothing to upsert (deletes of keys
         the mirror does not hold change nothing): committed as a snapshot of no file that carries
-        the checkpoint, as a publish does."""
+        the checkpoint, as a publish does, onto snapshot `parent` the merge was planned on."""
         if counts.upserts or rebuild:
             raise OlakeCowError(f"{self.result.mirror}: the merge for source snapshot {merge.target.snapshot_id} "
                                 "staged no snapshot")
         publishing.publish(self.catalog, self.ns, self.name, None, merge.target.wap_id,
-                           {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)})
+                           {DELETE_MODE_PROPERTY: str(self.delete_mode), **dict(merge.properties)}, parent=parent)
         self.result.rows_deleted += counts.deletes
 

@@ -15,25 +15,25 @@ from .catalog import IcebergCatalog, is_java_error
 
 
 def publish(catalog: IcebergCatalog, namespace: str, table: str, staged_id: Optional[int], checkpoint: str,
-            properties: Optional[Mapping[str, str]] = None) -> int:
-    """Make staged snapshot `staged_id` current, or (None) commit one of no file with `checkpoint` in
+            properties: Optional[Mapping[str, str]] = None, parent: Optional[int] = None) -> int:
+    """Make staged snapshot `staged_id` current, or (None) a snapshot of no file with `checkpoint` in
     its summary (a change set that changed no mirror row is a data commit too: core/checkpoint.py
-    find_checkpoint), with the checkpoint properties and `properties`, in one commit; returns the
-    mirror's new current id."""
+    find_checkpoint; --keep-mirror-changes), staged here on the current snapshot, which must be
+    `parent` (the one the step was planned on; None: not checked), with the checkpoint properties
+    and `properties`, in one commit; returns the mirror's new current id."""
     t = catalog.load(namespace, table)
     if staged_id is None:
-        tx = t.newTransaction()
-        tx.newFastAppend().set(Summary.WAP_ID, checkpoint).commit()  # on any snapshot: it adds nothing
-        made = tx.table().currentSnapshot()
-        update = tx.updateProperties()
-        summary = dict(made.summary())
-        for key, value in {**published_properties(checkpoint, int(made.snapshotId()), summary),
-                           **(properties or {})}.items():
-            update = update.set(key, value)
-        update.commit()
-        tx.commitTransaction()
-    else:
-        _fast_forward(catalog, t, int(staged_id), checkpoint, properties or {})
+        append = t.newFastAppend().set(Summary.WAP_ID, checkpoint).stageOnly()
+        staged_id = int(append.apply().snapshotId())  # the id its commit keeps
+        append.commit()
+        t.refresh()
+        made = t.snapshot(staged_id)
+        on = None if made is None or made.parentId() is None else int(made.parentId())
+        if parent is not None and on != parent:
+            raise MirrorMovedError(f"the mirror moved from snapshot {parent}, which this step was planned on, to {on} "
+                                   f"(someone committed, or another run published): staged snapshot {staged_id} of no "
+                                   "file is not published")
+    _fast_forward(catalog, t, int(staged_id), checkpoint, properties or {})
     t.refresh()
     return int(t.currentSnapshot().snapshotId())
 

@@ -13,7 +13,7 @@ from ..core.filesize import mirror_target_bytes
 from ..core.identity import layout_change
 from ..core.modes import SourceMode
 from ..core.options import JobOptions
-from ..core.planner import describe_table, plan_table
+from ..core.planner import describe_table, plan_table, repair_reason
 from ..core.pruning import MergeShape
 from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.summary import TableResult, TableStatus
@@ -57,10 +57,19 @@ class TableWork(Protocol):
     def mirror_table(self, path: TablePath[Any]) -> MirrorTable: ...
 
 
+def _still_on(current: Optional[int], planned: Optional[int], what: str) -> None:
+    """Raise MirrorMovedError when the mirror's snapshot `current` is not `planned`, the one the step
+    was planned from (None: a table made in this step, nothing to compare)."""
+    if planned is not None and current != planned:
+        raise MirrorMovedError(f"the mirror moved from snapshot {planned}, which this step was planned on, to "
+                               f"{current} (someone committed, or another run published): {what}")
+
+
 class StepLoop:
     def __init__(self, job: TableWork, path: TablePath[Any]) -> None:
         self.job, self.path, self.result, self.opts = job, path, job.result, job.opts
         self.moved = 0
+        self.met: Optional[str] = None  # someone's change the loop met after a step's mirror moved
 
     def run(self, source: TableState, mirror: TableState) -> None:
         job = self.job
@@ -80,60 +89,36 @@ class StepLoop:
                 return
             if isinstance(step, steps.Blocked):
                 raise HistoryError(f"{job.table}: {step.reason}")
-            self._carry_out(step, source, mirror)
+            try:
+                _carry_out(self, step, source, mirror)
+            except MirrorMovedError as moved:
+                self.moved += 1
+                if self.moved >= steps.MOVED_TRIES:
+                    raise
+                job.say("%s; planning again from the mirror as it is now", moved)
+                source, mirror = job.states()
+                self.met = self.met or repair_reason(source, mirror, self.opts.ask)
+                continue
             source, mirror = job.states()
         raise OlakeCowError(f"{job.table}: no progress after {MAX_STEPS} steps")
-
-    def _carry_out(self, step: steps.Step, source: TableState, mirror: TableState) -> None:
-        """One step that writes (each ends in one commit, or one per table it writes)."""
-        if isinstance(step, steps.Truncate):
-            self._truncate()
-        elif isinstance(step, steps.Advance):
-            self._advance(step)
-        elif isinstance(step, steps.Keep):
-            self._keep(step)
-        elif isinstance(step, steps.Merge):
-            self._merge(step, source, mirror)
-        elif isinstance(step, steps.Publish):
-            self._publish(step, source, mirror)
 
     def _finish(self, source: TableState, mirror: TableState, reason: str) -> None:
         self.result.finish(source, mirror)
         self.job.say("%s", f"done: {self.result.merges} change set(s) merged" if self.result.merges else reason)
 
-    def _truncate(self) -> None:
-        with Clock(self.result, "committing"):
-            bid = boundary.close_change_set(self.job.catalog, self.opts.source_namespace, self.job.table,
-                                            self.opts.run_id, self.result.mirror)
-        self.result.truncated += 1
-        self.job.say("closed the open change set: boundary snapshot %s", bid)
-
-    def _advance(self, step: steps.Advance) -> None:
-        with Clock(self.result, "committing"):
-            self.job.catalog.set_checkpoint(self.opts.cow_namespace, self.job.mirror, step.target.wap_id,
-                                            dict(step.properties))
-        self.job.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
-                     step.target.snapshot_id)
-
-    def _keep(self, step: steps.Keep) -> None:
-        """--keep-mirror-changes: a commit of no file carrying the checkpoint makes the mirror's
-        current state the job's (what the planner found is in the summary's notes)."""
-        with Clock(self.result, "committing"):
-            publish(self.job.catalog, self.opts.cow_namespace, self.job.mirror, None, step.target.wap_id)
-        note = f"kept someone's change to the mirror as its content (--keep-mirror-changes): {step.reason}"
-        self.result.notes.append(note)
-        self.job.say("%s", note)
-
-    def _merge(self, step: steps.Merge, source: TableState, mirror: TableState) -> None:
+    def run_merge(self, step: steps.Merge, source: TableState, mirror: TableState) -> None:
         """Read the change set, stage its write as core/pruning.py's choose_write says, publish it."""
         job = self.job
         if step.reason and not step.rebuild and step.reason not in self.result.notes:
             self.result.notes.append(step.reason)
+        planned = mirror.current_id
         with Clock(self.result, "merging"):
             recreate = step.rebuild and bool(layout_change(source, mirror))
             created = job.mirror_table(self.path).prepare(mirror, step.rebuild, recreate)
             merge = replace(step, rebuild=created or step.rebuild)
         mirror = job.mirror_state()
+        on = None if created else planned  # the snapshot this write must be staged on (a new table: none)
+        _still_on(mirror.current_id, on, "nothing was written")
         parent_rows = _live_rows(mirror)
         with self._change_set(merge, source, mirror) as (cs, summary):
             keys = None if summary is None else summary.keys
@@ -142,9 +127,12 @@ class StepLoop:
                 staged = job.writer.stage(cs, merge.target, mirror, self.path, shape, keys)
             rebuild = cs.rebuild
         counts = ChangeCounts(0, 0) if summary is None else summary.counts
-        self._commit(merge, staged, counts, parent_rows, rebuild, "rebuilt mirror from" if rebuild else "merged")
+        if staged is not None:
+            _still_on(staged.parent_id, on, f"staged snapshot {staged.snapshot_id} is not published")
+        self._commit(merge, staged, counts, parent_rows, rebuild, "rebuilt mirror from" if rebuild else "merged",
+                     on)
 
-    def _publish(self, step: steps.Publish, source: TableState, mirror: TableState) -> None:
+    def run_publish(self, step: steps.Publish, source: TableState, mirror: TableState) -> None:
         """Publish a write an earlier run staged; its change set is read again only for the audit's
         counts (a rebuild is audited from its own commit)."""
         merge, counts, rebuild = step.merge, ChangeCounts(0, 0), True
@@ -152,22 +140,17 @@ class StepLoop:
             with self._change_set(merge, source, mirror) as (cs, summary):
                 rebuild = cs.rebuild
             counts = ChangeCounts(0, 0) if summary is None else summary.counts
-        self._commit(merge, mirror.snapshot(step.staged_id), counts, _live_rows(mirror), rebuild, "published staged")
+        self._commit(merge, mirror.snapshot(step.staged_id), counts, _live_rows(mirror), rebuild, "published staged",
+                     mirror.current_id)
 
     def _commit(self, merge: steps.Merge, staged: Optional[Snapshot], counts: ChangeCounts, parent_rows: int,
-                rebuild: bool, verb: str) -> None:
+                rebuild: bool, verb: str, on: Optional[int]) -> None:
+        """Publish `staged` (or, None, a commit of no file) onto snapshot `on` the step planned from."""
         with Clock(self.result, "committing"):
-            try:
-                if staged is not None:
-                    self.job.writer.publish(staged, merge, counts, parent_rows, rebuild, self.path.fmt)
-                else:
-                    self.job.writer.nothing_staged(counts, merge, rebuild)
-            except MirrorMovedError as moved:
-                self.moved += 1
-                if self.moved >= steps.MOVED_TRIES:
-                    raise
-                self.job.say("%s; planning again from the mirror as it is now", moved)
-                return
+            if staged is not None:
+                self.job.writer.publish(staged, merge, counts, parent_rows, rebuild, self.path.fmt)
+            else:
+                self.job.writer.nothing_staged(counts, merge, rebuild, on)
         self.result.merges += 1
         self.job.say("%s source snapshot %s: %d row(s) upserted, %d key(s) deleted", verb, merge.target.snapshot_id,
                      staged.summary_int(Summary.ADDED_RECORDS) if rebuild and staged else counts.upserts,
@@ -212,3 +195,31 @@ def _live_rows(mirror: TableState) -> int:
     parent = mirror.snapshot(mirror.current_id)
     return live_rows(parent) if parent else 0
 
+
+def _carry_out(loop: StepLoop, step: steps.Step, source: TableState, mirror: TableState) -> None:
+    """One step of `loop` that writes (each ends in one commit, or one per table it writes). A step
+    whose mirror moved since it was planned (`mirror`) raises MirrorMovedError with nothing
+    published: a commit someone lands meanwhile is seen by the next plan, never published over."""
+    job, result, opts = loop.job, loop.result, loop.opts
+    if isinstance(step, steps.Merge):
+        loop.run_merge(step, source, mirror)
+    elif isinstance(step, steps.Publish):
+        loop.run_publish(step, source, mirror)
+    elif isinstance(step, steps.Truncate):
+        with Clock(result, "committing"):
+            bid = boundary.close_change_set(job.catalog, opts.source_namespace, job.table, opts.run_id, result.mirror)
+        result.truncated += 1
+        job.say("closed the open change set: boundary snapshot %s", bid)
+    elif isinstance(step, steps.Advance):
+        with Clock(result, "committing"):
+            job.catalog.set_checkpoint(opts.cow_namespace, job.mirror, step.target.wap_id, dict(step.properties))
+        job.say("the source only rewrote files up to snapshot %s: checkpoint moved, nothing to merge",
+                step.target.snapshot_id)
+    elif isinstance(step, steps.Keep):
+        # --keep-mirror-changes: a commit of no file carrying the checkpoint makes the mirror's
+        # current state the job's; what the planner found goes into the summary's notes.
+        with Clock(result, "committing"):
+            publish(job.catalog, opts.cow_namespace, job.mirror, None, step.target.wap_id, parent=mirror.current_id)
+        note = f"kept someone's change to the mirror as its content (--keep-mirror-changes): {step.reason}"
+        result.notes.append(note)
+        job.say("%s", note)
