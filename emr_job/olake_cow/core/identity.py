@@ -141,7 +141,7 @@ def foreign_change(mirror: TableState, source: TableState = MISSING) -> Optional
 
 def _history_change(mirror: TableState) -> Optional[str]:
     chain, complete = ancestors(mirror)
-    last = max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
+    last = _newest_marker(chain)
     # A mirror that records its data checkpoint is of a version that marks every data commit: a
     # commit without one is someone's even when the job's own were expired (a mirror of an earlier
     # version may hold unmarked commits of its own, so its history must show the newest marker).
@@ -167,10 +167,15 @@ def changes_on_publish(mirror: TableState, source: TableState = MISSING) -> Opti
     if not mirror.exists or mirror.current_id is None or _column_change(source, mirror) or _format_change(mirror):
         return None
     chain, _ = ancestors(mirror)
-    last = max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
+    last = _newest_marker(chain)
     if last is None or last == len(chain) - 1 or _marked_change(mirror, chain[last]):
         return None
     return _history_change(mirror)
+
+
+def _newest_marker(chain: List[Snapshot]) -> Optional[int]:
+    """The index in `chain` of the newest snapshot carrying the job's checkpoint marker."""
+    return max((i for i, s in enumerate(chain) if marker_of(s) is not None), default=None)
 
 
 def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool, marks_all: bool) -> Optional[str]:

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
 from .checkpoint import Marker
+from .errors import MirrorMovedError
 
 Properties = Tuple[Tuple[str, str], ...]  # (key, value) pairs: a step stays a frozen, comparable record
 
@@ -79,3 +80,13 @@ LEFT_FOR_NEXT_RUN = "changes committed after this run started are left for the n
 # A mirror that moves under each commit of a run (other runs, or someone committing to it without
 # pause) fails the table after this many steps planned again: the next run starts from where it is.
 MOVED_TRIES = 3
+
+
+def planned_again(moved: int, table: str, exc: Exception) -> int:
+    """Count one more step of `table` whose mirror moved (`exc`: what showed it): the new count, or
+    MirrorMovedError once MOVED_TRIES steps moved, with nothing of them published (either engine)."""
+    moved += 1
+    if moved >= MOVED_TRIES:
+        raise MirrorMovedError(f"{table}: the mirror moved under each of {moved} steps: nothing of them was "
+                               f"published ({exc})") from exc
+    return moved

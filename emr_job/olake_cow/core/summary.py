@@ -70,6 +70,13 @@ class TableResult:
     def ok(self) -> bool:
         return self.status in OK_STATUSES
 
+    def note_rebuild(self, repair: Optional[str], rebuild: Optional[str]) -> None:
+        """After a table's steps, in either engine: why its mirror was rebuilt (`rebuild`, or `repair`
+        when that repaired someone's change: `repaired`), if a merge ran."""
+        if (repair or rebuild) and self.merges:
+            self.repaired = 1 if repair else 0
+            self.notes.append(f"rebuilt the mirror: {repair or rebuild}")
+
     def finish(self, source: TableState, mirror: TableState) -> None:
         """A table's loop ended with nothing left to do: its status, the checkpoint it holds, and the
         commit time of the newest source change in the mirror (the lag metric)."""

@@ -117,8 +117,8 @@ def _changed_mirror(source: TableState, mirror: TableState, repair: str, rebuild
     """A truncate mirror (the only complete copy) not as the job left it (`repair`) is never rebuilt:
     refused, or, when asked (`keep`), commits someone made on the job's last publish are kept."""
     kept = None if rebuild else changes_on_publish(mirror, source)
-    checkpoint = find_checkpoint(mirror)
-    if keep and kept and checkpoint is not None:
+    checkpoint = find_checkpoint(mirror) if keep and kept else None
+    if kept and checkpoint is not None:
         return Keep(checkpoint, kept)
     may_keep = (" Or, to keep that change as the mirror's content (it was made on the job's last commit), run "
                 "once with --keep-mirror-changes") if kept else ""

@@ -14,7 +14,6 @@ from ..core.engines import python_refusal
 from ..core.errors import (
     ForeignMirrorError,
     HistoryError,
-    MirrorMovedError,
     NotOlakeTableError,
     OlakeCowError,
     TableNotFoundError,
@@ -102,8 +101,7 @@ class PythonTableRun:
         target = source.current_id
         self.result.target = target
         # As the Spark engine's table job notes a rebuild: why, and whether it repaired someone's change.
-        repair = repair_reason(source, mirror, self.opts.ask)
-        rebuild = repair or rebuild_reason(source, mirror, self.opts.ask)
+        repair, rebuild = repair_reason(source, mirror, self.opts.ask), rebuild_reason(source, mirror, self.opts.ask)
         from pyiceberg.exceptions import CommitFailedException, ValidationException
 
         moved = 0
@@ -114,9 +112,7 @@ class PythonTableRun:
                 self.result.status = TableStatus.DRY_RUN
                 return
             if isinstance(step, steps.Done):
-                if rebuild and self.result.merges:
-                    self.result.repaired = 1 if repair else 0
-                    self.result.notes.append(f"rebuilt the mirror: {rebuild}")
+                self.result.note_rebuild(repair, rebuild)
                 self.result.finish(source, mirror)
                 merged = f"done: {self.result.merges} change set(s) merged"
                 self.say("%s", merged if self.result.merges else step.reason)
@@ -126,10 +122,10 @@ class PythonTableRun:
             try:
                 _carry_out(self, step, src, source, mir, mirror)
             except (CommitFailedException, ValidationException) as exc:  # another run or someone committed
-                moved = _moved(self, moved + 1, exc)
+                moved = steps.planned_again(moved, self.table, exc)
+                self.say("the mirror moved under this step's commit (%s): planning again from it", exc)
                 src, source, mir, mirror = self.states()
                 repair = repair or repair_reason(source, mirror, self.opts.ask)  # someone's commit it met
-                rebuild = rebuild or repair
                 continue
             src, source, mir, mirror = self.states()
         raise OlakeCowError(f"{self.table}: no progress after {MAX_STEPS} steps")
@@ -247,11 +243,3 @@ def _carry_out(run: PythonTableRun, step: steps.Step, src: Any, source: TableSta
     else:
         raise HandOver(f"{type(step).__name__.lower()} step: the Spark engine carries it out")
 
-
-def _moved(run: PythonTableRun, moved: int, exc: Exception) -> int:
-    """The `moved`-th commit of `run` the mirror moved under: planned again, up to steps.MOVED_TRIES."""
-    if moved >= steps.MOVED_TRIES:
-        raise MirrorMovedError(f"{run.table}: the mirror moved under each of {moved} commits: nothing of them "
-                               f"was committed ({exc})") from exc
-    run.say("the mirror moved under this step's commit (%s): planning again from it", exc)
-    return moved

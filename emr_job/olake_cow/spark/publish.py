@@ -26,32 +26,26 @@ def publish(catalog: IcebergCatalog, namespace: str, table: str, staged_id: Opti
         append = t.newFastAppend().set(Summary.WAP_ID, checkpoint).stageOnly()
         staged_id = int(append.apply().snapshotId())  # the id its commit keeps
         append.commit()
-        t.refresh()
-        made = t.snapshot(staged_id)
-        on = None if made is None or made.parentId() is None else int(made.parentId())
-        if parent is not None and on != parent:
-            raise MirrorMovedError(f"the mirror moved from snapshot {parent}, which this step was planned on, to {on} "
-                                   f"(someone committed, or another run published): staged snapshot {staged_id} of no "
-                                   "file is not published")
-    _fast_forward(catalog, t, int(staged_id), checkpoint, properties or {})
+    _fast_forward(catalog, t, int(staged_id), checkpoint, properties or {}, parent)
     t.refresh()
     return int(t.currentSnapshot().snapshotId())
 
 
 def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, checkpoint: str,
-                  properties: Mapping[str, str]) -> None:
+                  properties: Mapping[str, str], planned: Optional[int] = None) -> None:
     """Set main to `staged_id` with the checkpoint properties and `properties`, committed only if the
     table's metadata is still the one read here, whose current snapshot is the staged one's parent
-    (no retry: a retry would apply it to a newer snapshot)."""
+    and (unless None) `planned` (no retry: a retry would apply it to a newer snapshot)."""
     ops = t.operations()
     base = ops.refresh()
     staged = base.snapshot(staged_id)
     current = base.currentSnapshot()
     held = None if current is None else int(current.snapshotId())
     parent = None if staged is None or staged.parentId() is None else int(staged.parentId())
-    if staged is None or parent != held:
-        raise MirrorMovedError(f"the mirror's current snapshot is {held}, not {parent} on which snapshot {staged_id} "
-                               "was staged (another run published, or someone committed): nothing was published")
+    if staged is None or parent != held or (planned is not None and parent != planned):
+        raise MirrorMovedError(f"the mirror's current snapshot is {held}, snapshot {staged_id} was staged on {parent}"
+                               + ("" if planned is None else f" and the step was planned on {planned}")
+                               + " (another run published, or someone committed): nothing was published")
     props = catalog.jvm.java.util.HashMap()
     values = {**published_properties(checkpoint, staged_id, dict(staged.summary())), **properties}
     for key, value in values.items():

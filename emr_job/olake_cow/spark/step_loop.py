@@ -92,9 +92,7 @@ class StepLoop:
             try:
                 _carry_out(self, step, source, mirror)
             except MirrorMovedError as moved:
-                self.moved += 1
-                if self.moved >= steps.MOVED_TRIES:
-                    raise
+                self.moved = steps.planned_again(self.moved, job.table, moved)
                 job.say("%s; planning again from the mirror as it is now", moved)
                 source, mirror = job.states()
                 self.met = self.met or repair_reason(source, mirror, self.opts.ask)

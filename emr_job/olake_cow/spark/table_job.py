@@ -136,10 +136,7 @@ class TableJob:
         repair, rebuild = repair_reason(source, mirror, self.opts.ask), rebuild_reason(source, mirror, self.opts.ask)
         loop = StepLoop(self, path)
         loop.run(source, mirror)
-        repair = repair or loop.met  # or someone's commit it met while a step ran
-        if (repair or rebuild) and self.result.merges and not self.opts.dry_run:
-            self.result.repaired = 1 if repair else 0
-            self.result.notes.append(f"rebuilt the mirror: {repair or rebuild}")
+        self.result.note_rebuild(repair or loop.met, rebuild)  # or someone's commit it met while a step ran
 
     def _skipped(self, source: TableState, mirror: TableState) -> bool:
         """True for a source that is not OLake's (skipped with a note); raises for a source or a
