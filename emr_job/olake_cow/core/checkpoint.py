@@ -30,9 +30,9 @@ DATA_SNAPSHOT_PROPERTY = "olake-cow.data-snapshot"
 # The id of the snapshot the Spark engine staged last, set right after it staged it: a later run
 # publishes a staged snapshot only when it is this one, never one someone staged under the job's id.
 STAGED_PROPERTY = "olake-cow.staged-snapshot"
-# The rows the published snapshot shows, set with it when it holds no delete file (Snapshot.exact_rows;
-# else "unknown"): a rewrite keeps them, so a compaction of someone's delete, with the job's snapshots
-# expired, still shows.
+# The rows the published snapshot shows, set with it when its summary tells them exactly (exact_rows:
+# no delete file, or only deletion vectors; else "unknown"): a rewrite keeps them, so a compaction of
+# someone's delete, with the job's snapshots expired, still shows.
 DATA_ROWS_PROPERTY = "olake-cow.data-rows"
 SOURCE_PROPERTY = "olake-cow.source-table"
 MODE_PROPERTY = "olake-cow.source-mode"  # readonly | truncate: how the mirror was built
@@ -91,11 +91,12 @@ def marker_of(snap: Snapshot) -> Optional[Marker]:
     return None
 
 
-def published_properties(checkpoint: str, snapshot_id: int, summary: Mapping[str, str]) -> Dict[str, str]:
+def published_properties(checkpoint: str, snapshot_id: int, summary: Mapping[str, str],
+                         format_version: int) -> Dict[str, str]:
     """What every publish sets in its own commit, in either engine: the checkpoint (`checkpoint`, a
     marker's WAP id), the data the mirror holds, the snapshot holding it and its rows (from its
-    `summary`)."""
-    rows = exact_rows(summary)
+    `summary`, in a table of `format_version`)."""
+    rows = exact_rows(summary, format_version)
     return {CHECKPOINT_PROPERTY: checkpoint, DATA_CHECKPOINT_PROPERTY: checkpoint,
             DATA_SNAPSHOT_PROPERTY: str(int(snapshot_id)), DATA_ROWS_PROPERTY: "unknown" if rows is None else str(rows)}
 

@@ -39,7 +39,7 @@ from .checkpoint import (
     rejected,
 )
 from .identifiers import MIRROR_SUFFIX
-from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors
+from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors, exact_rows
 from .uris import S3_SCHEMES
 
 log = logging.getLogger("olake_cow")
@@ -206,9 +206,9 @@ def _marked_change(mirror: TableState, held: Snapshot) -> Optional[str]:
 def _rows_change(mirror: TableState, current: Optional[Snapshot]) -> Optional[str]:
     """A rewrite (the current snapshot, None when it is not one) whose rows differ from those the
     job's publish left: a rewrite keeps them, so someone's commit came before it (its own snapshot
-    perhaps expired since). Counted only where both snapshots hold no delete file (exact rows)."""
+    perhaps expired since). Counted only where both snapshots' summaries tell their rows exactly."""
     left, published = recorded_snapshot(mirror, DATA_ROWS_PROPERTY), recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
-    now = current.exact_rows if current is not None else None
+    now = exact_rows(current.summary, mirror.format_version) if current is not None else None
     if current is None or left is None or published is None or now is None or now == left \
             or is_snapshot(current, published):
         return None

@@ -43,12 +43,21 @@ class Summary:
     SOURCE_SNAPSHOT_ID = "source-snapshot-id"  # the staged snapshot a cherry-pick published
 
 
-def exact_rows(summary: Mapping[str, str]) -> Optional[int]:
-    """Snapshot.exact_rows of a snapshot summary (a Java engine's as well as the core's record)."""
+def exact_rows(summary: Mapping[str, str], format_version: int) -> Optional[int]:
+    """The rows a snapshot shows, when its summary (a Java engine's or the core's record) tells them
+    exactly, else None: its records when it holds no delete file; in a format-version 3 table without
+    equality deletes, its records less the positions its deletion vectors delete (a rewritten data
+    file's vector goes with it). Format-version 2 position deletes are not counted: a rewrite leaves
+    them behind, dangling, in the summary's totals. A rewrite that keeps content keeps this count."""
     records, deletes = summary.get(Summary.TOTAL_RECORDS), summary.get(Summary.TOTAL_DELETE_FILES)
-    if records is None or deletes is None or not str(records).isdigit() or str(deletes) != "0":
+    if records is None or deletes is None or not str(records).isdigit():
         return None
-    return int(records)
+    if str(deletes) == "0":
+        return int(records)
+    positions = str(summary.get(Summary.TOTAL_POS_DELETES))
+    if format_version >= 3 and str(summary.get(Summary.TOTAL_EQ_DELETES)) == "0" and positions.isdigit():
+        return int(records) - int(positions)
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,12 +74,6 @@ class Snapshot:
             return int(self.summary.get(key, default))
         except (TypeError, ValueError):
             return default
-
-    @property
-    def exact_rows(self) -> Optional[int]:
-        """The rows the snapshot shows when its summary says it holds no delete file (every record
-        live), else None: a rewrite that keeps content keeps this count."""
-        return exact_rows(self.summary)
 
     @property
     def is_boundary(self) -> bool:

@@ -4,7 +4,7 @@ files, and one `overwrite` snapshot replaces them. The commit carries the checkp
 summary and the checkpoint properties (checkpoint.py), is audited (audit.py) before the catalog
 sees it, and is one catalog commit: either engine can take over from it."""
 import os
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from ..core.audit import ChangeCounts, audit, count_published, live_rows, replaced_rows
 from ..core.checkpoint import REJECTED_PROPERTY, Marker, published_properties, with_rejected
@@ -15,7 +15,7 @@ from ..core.identity import DELETE_MODE_PROPERTY
 from ..core.modes import DeleteMode, MirrorFormat
 from ..core.pruning import FileBounds, merge_shape, touched_files
 from ..core.resolution import KEY
-from ..core.snapshots import Summary, TableState
+from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
 from .evolve import follow_source
@@ -48,8 +48,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
         with tx.update_snapshot(snapshot_properties={Summary.WAP_ID: marker.wap_id}).fast_append():
             pass
         made = _staged(tx, state.current_id, result.mirror)
-        tx.set_properties({**published_properties(marker.wap_id, made.snapshot_id, made.summary),
-                           DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
+        _set_published(tx, marker.wap_id, made, delete_mode, recorded)
         tx.commit_transaction()
         result.rows_deleted += counts.deletes
         return followed
@@ -57,8 +56,7 @@ def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, d
     parent_rows = live_rows(parent) if parent is not None else 0
     _overwrite(tx, mirror, touched, written, marker)
     staged = _staged(tx, state.current_id, result.mirror)
-    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id, staged.summary),
-                       DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
+    _set_published(tx, marker.wap_id, staged, delete_mode, recorded)
     audit(staged, parent_rows, counts, False, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += counts.upserts
@@ -93,8 +91,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
     _overwrite(tx, mirror, list(replaced), rows, marker, ranges)
     staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
-    tx.set_properties({**published_properties(marker.wap_id, staged.snapshot_id, staged.summary),
-                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
+    _set_published(tx, marker.wap_id, staged, delete_mode, dict(step.properties))
     audit(staged, 0, cs.counts, True, result.mirror, MirrorFormat.COW)  # before the catalog sees it
     tx.commit_transaction()
     result.rows_upserted += staged.summary_int(Summary.ADDED_RECORDS)
@@ -125,10 +122,18 @@ def publish_staged(mirror: Any, state: TableState, staged_id: int, step: Merge, 
 
     tx = once(mirror)
     ManageSnapshots(tx).set_current_snapshot(staged.snapshot_id)  # staged with: main is still `state`'s
-    tx.set_properties({**published_properties(step.target.wap_id, staged.snapshot_id, staged.summary),
-                       DELETE_MODE_PROPERTY: str(delete_mode), **dict(step.properties)})
+    _set_published(tx, step.target.wap_id, staged, delete_mode, dict(step.properties))
     tx.commit_transaction()
     return count_published(result, staged, counts, step.rebuild, MirrorFormat.COW)
+
+
+def _set_published(tx: Any, wap_id: str, staged: Snapshot, delete_mode: DeleteMode,
+                   recorded: Mapping[str, str]) -> None:
+    """Set what every publish sets (core published_properties) in transaction `tx`, which makes
+    `staged` current, with the delete mode and the step's `recorded` properties."""
+    tx.set_properties({**published_properties(wap_id, staged.snapshot_id, staged.summary,
+                                              tx.table_metadata.format_version),
+                       DELETE_MODE_PROPERTY: str(delete_mode), **recorded})
 
 
 def once(mirror: Any) -> Any:

@@ -47,7 +47,8 @@ def _fast_forward(catalog: IcebergCatalog, t: Any, staged_id: int, checkpoint: s
                                + ("" if planned is None else f" and the step was planned on {planned}")
                                + " (another run published, or someone committed): nothing was published")
     props = catalog.jvm.java.util.HashMap()
-    values = {**published_properties(checkpoint, staged_id, dict(staged.summary())), **properties}
+    values = {**published_properties(checkpoint, staged_id, dict(staged.summary()), int(base.formatVersion())),
+              **properties}
     for key, value in values.items():
         props.put(key, value)
     builder = catalog.iceberg.TableMetadata.buildFrom(base)
