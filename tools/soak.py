@@ -311,17 +311,21 @@ class Soak:
             return
         self.figures["runs_completed"] += 1
         self.figures["maintenance_runs"] += int(maintenance)
-        self._count_engines(proc.summary)  # type: ignore[attr-defined]
+        self._read_summary(proc.summary)  # type: ignore[attr-defined]
         self.check()
 
-    def _count_engines(self, summary: str) -> None:
-        """Which engine merged each table of a completed run (--engine auto: both take part)."""
+    def _read_summary(self, summary: str) -> None:
+        """Which engine merged each table of a completed run (--engine auto: both take part). A
+        repair is a failure: nobody but the job writes the mirrors here, so a rebuild "of someone's
+        change" would be the job mistaking its own commits (or a kill's leftovers) for another's."""
         try:
             with open(summary, encoding="utf-8") as f:
                 tables = json.load(f).get("tables") or []
         except (OSError, ValueError):
             return
         for t in tables:
+            if t.get("repaired"):
+                self._failure(f"{t.get('table')}: repaired, but nobody else writes the mirror: {t.get('notes')}")
             if t.get("status") == "merged":
                 merged_by = self.figures["tables_merged_by"]
                 merged_by[t.get("engine", "spark")] = merged_by.get(t.get("engine", "spark"), 0) + 1
