@@ -96,12 +96,12 @@ class Lake:
         self.dest_path = write_destination(os.path.join(tmp_root, f"{self.ns}.json"), destination)
         self.tables = IcebergCatalog(writer_session(root, self.cfg), self.catalog)
 
-    def run(self, *args: str) -> int:
+    def run(self, *args: str, repair_ok: bool = False) -> int:
         mode = [] if "--source-mode" in args else ["--source-mode", self.mode]
         if self.fmt != "cow" and "--mirror-format" not in args:
             mode += ["--mirror-format", self.fmt]
         before = self.source_metadata() if self.mode == "readonly" else None
-        code = self.run_raw(*mode, *args)
+        code = self.run_raw(*mode, *args, repair_ok=repair_ok)
         if before is not None:
             assert self.source_metadata() == before, "a readonly run changed the source's metadata"
         return code
@@ -109,18 +109,31 @@ class Lake:
     def run_summary(self, *args: str, table: str = "t"):
         """(exit code, the summary entry of `table`) of a run with `args`."""
         path = f"{self.dest_path}.summary-{uuid.uuid4().hex[:8]}.json"
-        code = self.run("--summary-out", path, *args)
+        code = self.run("--summary-out", path, *args, repair_ok=True)  # the caller reads `repaired`
         with open(path, encoding="utf-8") as f:
             self.last_summary = json.load(f)  # the whole run's, for what is not per table
         return code, next(t for t in self.last_summary["tables"] if t["table"] == table)
 
-    def run_raw(self, *args: str) -> int:
+    def run_raw(self, *args: str, repair_ok: bool = False) -> int:
         """The job's command line exactly as given (no --source-mode added); this lake's config and
-        namespace unless `args` name them (the job refuses an option given twice)."""
+        namespace unless `args` name them (the job refuses an option given twice). Unless
+        `repair_ok`, a run that rebuilt a mirror "of someone's change" fails the test: only a test
+        that made such a change expects one, and says so (a run mistaking the job's own commits for
+        another's rebuilds silently, and the mirror still matches)."""
         own = [] if "--destination-details" in args else ["--destination-details", self.dest_path]
         own += [] if "--source-namespace" in args else ["--source-namespace", self.ns]
         own += [] if "--engine" in args or not self.engine else ["--engine", self.engine]  # None: the default
-        return job_main([*own, "--quiet", *args])
+        if "--summary-out" in args:
+            summary = args[list(args).index("--summary-out") + 1]
+        else:
+            summary = f"{self.dest_path}.run-{uuid.uuid4().hex[:8]}.json"
+            own += ["--summary-out", summary]
+        code = job_main([*own, "--quiet", *args])
+        if not repair_ok and os.path.exists(summary):
+            with open(summary, encoding="utf-8") as f:
+                repaired = [(t["table"], t.get("notes")) for t in json.load(f).get("tables") or [] if t.get("repaired")]
+            assert not repaired, f"a run repaired a mirror nobody else changed (repair_ok not set): {repaired}"
+        return code
 
     def source_metadata(self):
         """Every source table's metadata file: a commit of any kind writes a new one."""
