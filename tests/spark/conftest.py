@@ -123,9 +123,8 @@ class Lake:
         own = [] if "--destination-details" in args else ["--destination-details", self.dest_path]
         own += [] if "--source-namespace" in args else ["--source-namespace", self.ns]
         own += [] if "--engine" in args or not self.engine else ["--engine", self.engine]  # None: the default
-        if "--summary-out" in args:
-            summary = args[list(args).index("--summary-out") + 1]
-        else:
+        summary = args[args.index("--summary-out") + 1] if "--summary-out" in args else ""
+        if not summary and not repair_ok:
             summary = f"{self.dest_path}.run-{uuid.uuid4().hex[:8]}.json"
             own += ["--summary-out", summary]
         code = job_main([*own, "--quiet", *args])

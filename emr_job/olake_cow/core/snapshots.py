@@ -54,10 +54,10 @@ def exact_rows(summary: Mapping[str, str], format_version: int) -> Optional[int]
         return None
     if str(deletes) == "0":
         return int(records)
+    if format_version < 3 or str(summary.get(Summary.TOTAL_EQ_DELETES)) != "0":
+        return None
     positions = str(summary.get(Summary.TOTAL_POS_DELETES))
-    if format_version >= 3 and str(summary.get(Summary.TOTAL_EQ_DELETES)) == "0" and positions.isdigit():
-        return int(records) - int(positions)
-    return None
+    return int(records) - int(positions) if positions.isdigit() else None
 
 
 @dataclass(frozen=True)
