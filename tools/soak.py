@@ -1,7 +1,8 @@
 """`make soak`: many cycles of OLake-like CDC batches against a JDBC catalog on a real PostgreSQL
 server, with job runs (the real command line, in a subprocess) killed by SIGKILL at random
-moments, runs while the writer keeps committing (it never stops on its own: the run must end by
-itself), runs with mirror maintenance, and another tool rewriting the source's files now and then.
+moments or just after one of their first three commits (half of them), two runs started at once,
+runs while the writer keeps committing (it never stops on its own: the run must end by itself),
+runs with mirror maintenance, and another tool rewriting the source's files now and then.
 Each variant (a source mode and a mirror format: readonly or truncate, cow or dv) gets its own
 namespace and the same plan.
 
@@ -74,6 +75,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "moment counts as completed and another run is killed instead")
     p.add_argument("--concurrent", type=int, default=2,
                    help="job runs with the writer committing meanwhile (default 2)")
+    p.add_argument("--twins", type=int, default=1,
+                   help="times two job runs are started at once on the namespace (default 1)")
     p.add_argument("--tables", type=int, default=2, help="tables in the namespace (default 2)")
     p.add_argument("--rows", type=int, default=300, help="rows per table after the backfill (default 300)")
     p.add_argument("--change-fraction", type=float, default=0.05, help="keys touched per batch (default 0.05)")
@@ -114,7 +117,8 @@ class Soak:
         self.widened: set = set()
         self.figures: Dict[str, Any] = {
             "seed": args.seed, "tables": args.tables, "rows": args.rows, "runs_completed": 0,
-            "runs_killed": 0, "runs_finished_before_kill": 0, "runs_with_concurrent_writer": 0,
+            "runs_killed": 0, "kills_after_a_commit": 0, "twin_runs": 0, "runs_finished_before_kill": 0,
+            "runs_with_concurrent_writer": 0,
             "concurrent_commits": 0, "commits": 0, "schema_changes": 0, "maintenance_runs": 0,
             "checks": 0, "rows_checked": 0, "mismatches": 0, "failed_runs": 0, "run_seconds": [],
             "kill_after_seconds": [], "failures": [], "source_mode": mode.value, "source_rewrites": 0,
@@ -122,7 +126,11 @@ class Soak:
             "concurrent_run_seconds": [], "mirror_format": fmt, "engine": args.engine,
             "tables_merged_by": {"spark": 0, "python": 0},
             "killed_at": {label: 0 for label in dict.fromkeys(KILL_MOMENTS[mode].values())}}
-        self.quiet_runs = 0
+        self.quiet_runs, self.launches = 0, -1
+        import psycopg2  # the kills that wait for a commit watch the catalog's table of tables
+
+        self.pg = psycopg2.connect(host="127.0.0.1", port=server.port, user="iceberg", dbname="iceberg")
+        self.pg.autocommit = True
 
     # --- the OLake side ---------------------------------------------------------------------
     def setup(self) -> None:
@@ -207,7 +215,7 @@ class Soak:
         return cmd + (MAINTENANCE if maintenance else [])
 
     def launch(self, maintenance: bool) -> subprocess.Popen:
-        n = self.figures["runs_completed"] + self.figures["runs_killed"] + self.figures["runs_finished_before_kill"]
+        n = self.launches = self.launches + 1
         summary = os.path.join(self.work, "summaries", f"run-{n:04d}.json")
         os.makedirs(os.path.dirname(summary), exist_ok=True)
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "emr_job"), OLAKE_COW_DRIVER_MEMORY="1g")
@@ -226,31 +234,62 @@ class Soak:
         return statistics.median(runs) if runs else 20.0
 
     def killed_run(self, attempts: int = 5) -> None:
-        """Kill one run at a random moment; a run that finishes first is checked like any other and
-        the next attempt (after a new batch) is killed sooner, so `--kills` counts real kills."""
+        """Kill one run at a random moment, or (half the kills) just after one of its first commits.
+        A run that finishes first is checked like any other and the next attempt (after a new
+        batch) is killed sooner, so `--kills` counts real kills."""
         for attempt in range(attempts):
             if attempt:
                 self.batch(self.rng.choice(self.tables))
             maintenance = self.maintains() and self.rng.random() < 0.3
-            before = self._states()
+            on_commit = self.rng.random() < 0.5
+            before, marks = self._states(), self._catalog_marks()
             proc = self.launch(maintenance)
             # A python-engine run lasts about a second: its kills land from a fifth of it on.
             soonest = min(1.0, 0.2 * self.typical_run_s())
             after = self.rng.uniform(soonest, max(soonest + 0.5, self.typical_run_s() * 0.9 / (attempt + 1)))
             started = time.monotonic()
-            try:
-                proc.wait(timeout=after)
-                self._finished(proc, started, maintenance=maintenance)
-                self.figures["runs_finished_before_kill"] += 1
-            except subprocess.TimeoutExpired:
+            # Every table has a change on a first attempt, one on a retry: a run commits at least
+            # once a table (a python-engine merge is one commit).
+            commits = min(self.rng.choice((1, 1, 2, 3)), len(self.tables) if not attempt else 1)
+            if self._await_kill(proc, started, after, marks if on_commit else None, commits):
                 os.killpg(proc.pid, signal.SIGKILL)  # the Python driver and its JVM at once
                 proc.wait()
                 proc.log.close()  # type: ignore[attr-defined]
                 self.figures["runs_killed"] += 1
-                self.figures["kill_after_seconds"].append(round(after, 2))
+                self.figures["kills_after_a_commit"] += int(on_commit)
+                self.figures["kill_after_seconds"].append(round(time.monotonic() - started, 2))
                 self._record_kill_moment(before)
                 return
+            self._finished(proc, started, maintenance=maintenance)
+            self.figures["runs_finished_before_kill"] += 1
         self._failure(f"no run could be killed in {attempts} attempts")
+
+    def _await_kill(self, proc: subprocess.Popen, started: float, after: float,
+                    marks: Optional[Dict[Tuple[str, str], str]], commits: int) -> bool:
+        """Wait for the moment to kill `proc`: `after` seconds from `started`, or with the catalog's
+        `marks` from before the run, a random 0-50 ms after the catalog has changed `commits` times
+        (a truncate, a mirror's creation, a staged merge, a publish; a run that commits fewer times
+        is killed at three typical runs). False: the run ended first."""
+        deadline = started + (3 * self.typical_run_s() if marks is not None else after)
+        delay = self.rng.uniform(0, 0.05)
+        while proc.poll() is None:
+            now = self._catalog_marks() if marks is not None else None
+            if now is not None and now != marks:
+                commits, marks = commits - 1, now
+                if not commits:
+                    time.sleep(delay)
+                    return proc.poll() is None
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.005)
+        return False
+
+    def _catalog_marks(self) -> Dict[Tuple[str, str], str]:
+        """Each table's metadata location in the JDBC catalog (a commit changes it), from PostgreSQL."""
+        with self.pg.cursor() as cur:
+            cur.execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables "
+                        "WHERE catalog_name = %s AND table_namespace IN (%s, %s)", ("soak", self.ns, self.cow_ns))
+            return {(ns, t): loc for ns, t, loc in cur.fetchall()}
 
     def _states(self) -> Dict[str, tuple]:
         return {t: (self._fresh(self.ns, t), self._fresh(self.cow_ns, f"{t}_cow")) for t in self.tables}
@@ -299,6 +338,17 @@ class Soak:
         if concurrent:
             self.figures["runs_with_concurrent_writer"] += 1
             self.figures["concurrent_run_seconds"].append(round(time.monotonic() - started, 2))
+
+    def twin_runs(self) -> None:
+        """Two runs of the job started at once on the namespace (a user's beside the schedule's, or
+        two deployments on one source): each must end by itself with exit 0, and the mirrors must
+        equal the model after them (a change set merged twice, or lost, is a mismatch)."""
+        started = time.monotonic()
+        procs = [self.launch(False), self.launch(False)]
+        codes = [proc.wait(timeout=900) for proc in procs]
+        for proc, code in zip(procs, codes):
+            self._finished(proc, started, code)
+        self.figures["twin_runs"] += 1
 
     def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None,
                   maintenance: bool = False) -> None:
@@ -359,7 +409,14 @@ class Soak:
         if self.mode == SourceMode.READONLY:
             return checkpoint.snapshot_id
         boundary = source.snapshot(checkpoint.snapshot_id)
-        return boundary.parent_id if boundary is not None else None
+        if boundary is None:
+            return None
+        held, snap = boundary.parent_id, source.snapshot(boundary.parent_id or 0)
+        # A boundary on a boundary closed an empty change set: two runs at once truncated, and
+        # Iceberg retried the second's truncate on the first's (spark/boundary.py).
+        while snap is not None and snap.is_boundary and snap.parent_id is not None:
+            held, snap = snap.parent_id, source.snapshot(snap.parent_id)
+        return held
 
     def _fresh(self, ns: str, table: str):
         return fresh_state(IcebergCatalog(self.reader, "soak"), ns, table)
@@ -373,7 +430,7 @@ class Soak:
         started = time.monotonic()
         self.setup()
         self.completed_run()
-        plan = ["kill"] * self.args.kills + ["concurrent"] * self.args.concurrent
+        plan = ["kill"] * self.args.kills + ["concurrent"] * self.args.concurrent + ["twins"] * self.args.twins
         self.rng.shuffle(plan)
         for i, action in enumerate(plan, 1):
             for t in self.tables:
@@ -384,6 +441,8 @@ class Soak:
                     self.rewrite_source(t)
             if action == "concurrent":
                 self.completed_run(concurrent=True)
+            elif action == "twins":
+                self.twin_runs()
             else:
                 self.killed_run()
                 if self.rng.random() < 0.25 or i == len(plan) or plan[i] != "kill":
@@ -395,6 +454,7 @@ class Soak:
                   f"mismatches={f['mismatches']} failed={f['failed_runs']} "
                   f"({time.monotonic() - started:.0f} s)", flush=True)
         self.completed_run()  # a last quiet run: everything committed so far is in the mirrors
+        self.pg.close()
         self.figures["seconds"] = round(time.monotonic() - started, 1)
         return self.figures
 
@@ -420,11 +480,13 @@ def report(f: Dict[str, Any]) -> str:
         f"  tables x rows               {f['tables']} x {f['rows']}",
         f"  OLake commits               {f['commits']} (schema changes {f['schema_changes']})",
         f"  job runs completed          {f['runs_completed']} (with maintenance {f['maintenance_runs']})",
-        f"  job runs killed (SIGKILL)   {f['runs_killed']} (+{f['runs_finished_before_kill']} finished first)",
+        f"  job runs killed (SIGKILL)   {f['runs_killed']} ({f['kills_after_a_commit']} just after a commit; "
+        f"+{f['runs_finished_before_kill']} finished first)",
         f"  kill moments min/median/max {_spread(f['kill_after_seconds'])}",
         "  tables left by the kills     " + ", ".join(f"{label} {n}" for label, n in f["killed_at"].items()),
         f"  runs under a writer         {f['runs_with_concurrent_writer']} ({f['concurrent_commits']} commits "
         f"during them; each run {_spread(f['concurrent_run_seconds']).replace(' after start', '')})",
+        f"  two runs at once            {f['twin_runs']} (both must exit 0)",
         f"  source rewrites (other tool) {f['source_rewrites']} (+{f['source_rewrites_refused']} refused by a "
         "conflicting commit)",
         f"  mirror checks               {f['checks']} ({f['rows_checked']} rows compared: Spark, pyiceberg, DuckDB, "

@@ -82,6 +82,22 @@ def test_pending_boundaries_are_merged_oldest_first():
         "merge change set of boundary 6 (source snapshot 5)"]
 
 
+def test_a_truncate_retried_on_another_runs_boundary_closes_an_empty_change_set_merged_after_it():
+    """Two runs at once: Iceberg retries the second run's truncate on the first's boundary (4), so
+    boundary 5 closes a change set of nothing. Boundary 4's changes are merged first, then 5's
+    (empty: its parent is a truncate), and only then is the mirror up to date: the checkpoint never
+    skips the change set of 3."""
+    src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2), snap(4, 3, boundary=True),
+                 snap(5, 4, boundary=True))
+    assert plan_next(src, mirror(published(10, None, 2))) == merge(4, 3, False)
+    assert plan_next(src, mirror(published(10, None, 2), published(11, 10, 4))) == merge(5, 4, False)
+    assert plan_next(src, mirror(published(10, None, 2), published(11, 10, 4), published(12, 11, 5))) == \
+        Done(UP_TO_DATE)
+    assert plan_run(src, mirror(published(10, None, 2))) == [
+        "merge change set of boundary 4 (source snapshot 3)",
+        "merge change set of boundary 5 (source snapshot 4)"]
+
+
 def test_open_changes_after_merged_boundaries_truncate():
     src = source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2))
     assert plan_next(src, mirror(published(10, None, 2))) == Truncate()
