@@ -275,8 +275,8 @@ class Soak:
         deadline = started + (3 * self.typical_run_s() if marks is not None else after)
         delay = self.rng.uniform(0, 0.05)
         while proc.poll() is None:
-            now = self._catalog_marks() if marks is not None else None
-            if now is not None and now != marks:
+            now = self._catalog_marks() if marks is not None else marks
+            if now != marks:
                 commits, marks = commits - 1, now
                 if not commits:
                     time.sleep(delay)
@@ -349,11 +349,12 @@ class Soak:
         procs = [self.launch(False), self.launch(False)]
         codes = [proc.wait(timeout=900) for proc in procs]
         for proc, code in zip(procs, codes):
-            self._finished(proc, started, code)
+            self._finished(proc, started, code, check=False)
+        self.check()  # both have ended: one check sees what they left
         self.figures["twin_runs"] += 1
 
     def _finished(self, proc: subprocess.Popen, started: float, code: Optional[int] = None,
-                  maintenance: bool = False) -> None:
+                  maintenance: bool = False, check: bool = True) -> None:
         proc.log.close()  # type: ignore[attr-defined]
         code = proc.returncode if code is None else code
         self.figures["run_seconds"].append(round(time.monotonic() - started, 2))
@@ -364,7 +365,8 @@ class Soak:
         self.figures["runs_completed"] += 1
         self.figures["maintenance_runs"] += int(maintenance)
         self._read_summary(proc.summary)  # type: ignore[attr-defined]
-        self.check()
+        if check:
+            self.check()
 
     def _read_summary(self, summary: str) -> None:
         """Which engine merged each table of a completed run (--engine auto: both take part). A
@@ -418,7 +420,8 @@ class Soak:
         boundary = source.snapshot(checkpoint.snapshot_id)
         if boundary is None:
             return None
-        held, snap = boundary.parent_id, source.snapshot(boundary.parent_id or 0)
+        held = boundary.parent_id
+        snap = source.snapshot(held) if held is not None else None
         # A boundary on a boundary closed an empty change set: two runs at once truncated, and
         # Iceberg retried the second's truncate on the first's (spark/boundary.py).
         while snap is not None and snap.is_boundary and snap.parent_id is not None:
