@@ -11,6 +11,8 @@ import tempfile
 import time
 from typing import Optional
 
+from testkit.ports import free_port
+
 SITE = """<?xml version="1.0"?>
 <configuration>
   <property><name>javax.jdo.option.ConnectionURL</name><value>jdbc:derby:;databaseName={db};create=true</value></property>
@@ -38,11 +40,6 @@ def available() -> str:
         return "pyspark ships no hive-metastore jar"
     return ""
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class HiveMetastore:

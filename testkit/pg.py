@@ -11,6 +11,8 @@ import tempfile
 import time
 from typing import List, Optional
 
+from testkit.ports import free_port
+
 JDBC_JAR = "/usr/share/java/postgresql.jar"
 # A test run's Spark sessions each keep their JDBC catalog's connections (Iceberg's client pool) for
 # the run: one server serves every jdbc lake of a worker, more than PostgreSQL's default 100.
@@ -33,11 +35,6 @@ def available() -> str:
         return f"{JDBC_JAR} not found (apt-get install libpostgresql-jdbc-java)"
     return ""
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:

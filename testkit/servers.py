@@ -29,14 +29,10 @@ import urllib.request
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from infra.iceberg_jars import Jar
+from testkit.ports import free_port
 
 REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def stop_process(proc: Optional[subprocess.Popen], folder: str) -> None:

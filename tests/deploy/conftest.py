@@ -2,25 +2,20 @@
 with only the deploy environment (Java and any other Python shadowed by stubs that fail)."""
 import os
 import shutil
-import socket
 import subprocess
 import urllib.request
 
 import pytest
 from tests.deploy.deploy_env import DEPLOY_VENV, REGION, ROOT
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from testkit.ports import free_port
 
 
 @pytest.fixture(scope="module")
 def moto_url():
     from moto.server import ThreadedMotoServer
 
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()
     url = f"http://127.0.0.1:{port}"
