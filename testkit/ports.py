@@ -27,14 +27,20 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def free_port() -> int:
-    """A port free on 127.0.0.1 now, outside the ephemeral range where there is room below it."""
-    low = _ephemeral_low()
-    if low - _FLOOR >= 4096:
-        for _ in range(200):
-            port = _DRAW.randrange(_FLOOR, low)
-            if _bindable(port):
-                return port
+def free_port(twin: int = 0) -> int:
+    """A port free on 127.0.0.1 now, outside the ephemeral range where there is room below it; with
+    `twin`, port + twin is free too (SeaweedFS's gRPC port is its HTTP port + 10000), and below the
+    range as well."""
+    low = _ephemeral_low() - twin
+    room = low - _FLOOR >= 4096
+    for _ in range(200):
+        port = _DRAW.randrange(_FLOOR, low) if room else _kernels()
+        if port + twin <= 65535 and _bindable(port) and (not twin or _bindable(port + twin)):
+            return port
+    raise RuntimeError(f"no free port (and port + {twin}) on 127.0.0.1")
+
+
+def _kernels() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

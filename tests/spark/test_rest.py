@@ -86,6 +86,27 @@ def test_rest_reference_with_a_bearer_token(reference, make_lake):
     lake.assert_mirror_matches("t")
 
 
+def test_a_seaweedfs_whose_port_was_taken_starts_again_on_other_ports(monkeypatch):
+    """weed binds twelve ports the tests drew: one taken between the draw and its bind makes it exit,
+    and the fixture starts it again on other ports, instead of erroring every test of the module."""
+    import socket
+
+    require_server(SeaweedServer.available())
+    server = SeaweedServer(SW_KEY, SW_SECRET)
+    draws = []
+    real = server._draw_ports
+    monkeypatch.setattr(server, "_draw_ports", lambda: draws.append(1) or real())
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", server.ports["iceberg"]))
+        held.listen()
+        taken = server.ports["iceberg"]
+        server.start()
+    try:
+        assert draws == [1] and server.ports["iceberg"] != taken  # it exited once, then started
+    finally:
+        server.stop()
+
+
 def seaweed_destination(server, catalog="swcat", secret=SW_SECRET):
     return {"type": "ICEBERG", "writer": {
         "catalog_type": "rest", "catalog_name": catalog, "rest_catalog_url": server.url,

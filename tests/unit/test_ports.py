@@ -38,6 +38,27 @@ def test_a_port_someone_holds_is_skipped(monkeypatch):
         assert ports.free_port() == free
 
 
+def test_a_pair_is_free_and_below_the_range(monkeypatch):
+    monkeypatch.setattr(ports, "_ephemeral_low", lambda: 32768)
+    for _ in range(20):
+        port = ports.free_port(twin=10000)
+        assert ports._FLOOR <= port and port + 10000 < 32768
+        for p in (port, port + 10000):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p))
+
+
+def test_a_pair_whose_twin_is_held_is_skipped(monkeypatch):
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        twin_taken = held.getsockname()[1]
+        free = ports.free_port(twin=10000)
+        draws = iter([twin_taken - 10000, free])
+        monkeypatch.setattr(ports, "_ephemeral_low", lambda: 65535)
+        monkeypatch.setattr(ports._DRAW, "randrange", lambda a, b: next(draws))
+        assert ports.free_port(twin=10000) == free
+
+
 def test_without_room_below_the_range_the_kernel_chooses(monkeypatch):
     monkeypatch.setattr(ports, "_ephemeral_low", lambda: 1024)
     port = ports.free_port()
