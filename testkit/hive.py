@@ -41,7 +41,6 @@ def available() -> str:
     return ""
 
 
-
 class HiveMetastore:
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="olake-cow-hms-")

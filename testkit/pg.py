@@ -36,7 +36,6 @@ def available() -> str:
     return ""
 
 
-
 class PostgresServer:
     def __init__(self) -> None:
         self.bin = pg_bin()

@@ -33,7 +33,6 @@ from testkit.ports import free_port
 REST_FIXTURE_DIR = "rest-fixture"  # tools/jars.py --rest-fixture
 
 
-
 def stop_process(proc: Optional[subprocess.Popen], folder: str) -> None:
     """Ends a server started by the tests (TERM, then KILL) and removes its folder."""
     if proc is not None and proc.poll() is None:
@@ -327,12 +326,11 @@ class SeaweedServer(_Server):
     def __init__(self, key: str, secret: str, vending: bool = False) -> None:
         super().__init__()
         self.key, self.secret, self.vending = key, secret, vending
-        self.ports: Dict[str, int] = {}
         self._draw_ports()
 
     def _draw_ports(self) -> None:
         """weed opens a gRPC port at each HTTP port + 10000: HTTP ports whose twins are free too."""
-        self.ports = {}
+        self.ports: Dict[str, int] = {}
         for role in ("master", "volume", "filer", "s3", "iceberg", "admin"):
             taken = {q for p in self.ports.values() for q in (p, p + 10000)}
             port = free_port(twin=10000)
@@ -347,14 +345,12 @@ class SeaweedServer(_Server):
     def start(self, attempts: int = 3) -> "SeaweedServer":
         """Starts weed; if it exits before it answers (a port of its twelve taken between the draw
         and its bind), again on other ports."""
-        for attempt in range(1, attempts + 1):
+        for _ in range(attempts - 1):
             try:
                 return self._start()
             except ServerExited:
-                if attempt == attempts:
-                    raise
                 self._draw_ports()
-        raise AssertionError("unreachable")
+        return self._start()
 
     def _start(self) -> "SeaweedServer":
         p = self.ports
