@@ -36,3 +36,36 @@ def test_a_rewrite_keeps_every_other_row_in_its_order(dropped):
     expected = [(k, i) for i, k in enumerate(keys) if k not in dropped]
     assert list(zip(kept.column("_olake_id").to_pylist(), kept.column("v").to_pylist())) == expected
     assert kept.schema == rows.schema
+
+
+def _in_a_new_process(code, **env):
+    """The default pool is process-wide and chosen once: each case runs in a process of its own."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
+                          check=True)
+    return done.stdout.split()
+
+
+POOLS = ("import pyarrow as pa; print(pa.default_memory_pool().backend_name); {call}; "
+         "a = pa.array(range(100_000)); print(pa.default_memory_pool().backend_name, "
+         "pa.system_memory_pool().bytes_allocated() >= a.nbytes)")
+
+
+def test_a_python_engine_run_allocates_arrow_memory_from_the_c_library():
+    call = ("from olake_cow.python_engine.table_run import run_python_tables; "
+            "run_python_tables(None, type('Cfg', (), {'secret_values': lambda self: []})(), None, [], None)")
+    before, after, from_system = _in_a_new_process(POOLS.format(call=call), ARROW_DEFAULT_MEMORY_POOL="")
+    assert before != "system"  # pyarrow's own default: the run changed it
+    assert (after, from_system) == ("system", "True")
+
+
+def test_a_pool_the_user_chose_is_kept():
+    from olake_cow.python_engine.allocator import POOL_ENV
+
+    call = "from olake_cow.python_engine.allocator import use_system_allocator; print(use_system_allocator())"
+    chose, returned, after, from_system = _in_a_new_process(POOLS.format(call=call), **{POOL_ENV: "mimalloc"})
+    assert chose == returned == after == "mimalloc"
+    assert from_system == "False"

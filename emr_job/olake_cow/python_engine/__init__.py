@@ -25,5 +25,5 @@ Rooms: catalog.py (open the catalog, what it serves), manifests.py (files and th
 snapshot, deletes applied), reader.py (a readonly change set, core/readonly.py's intervals),
 resolve.py (core/resolution.py's rule in Arrow), create.py (a new mirror), merge.py (the first
 build and the copy-on-write merge, audited and committed with the checkpoint in one catalog
-commit), table_run.py (the plan -> act loop).
+commit), table_run.py (the plan -> act loop), allocator.py (Arrow's memory for a run).
 """

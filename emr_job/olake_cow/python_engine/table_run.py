@@ -28,6 +28,7 @@ from ..core.planner import describe_table, plan_table, rebuild_reason, repair_re
 from ..core.readonly import other_truncates_note
 from ..core.snapshots import Summary, TableState
 from ..core.summary import TableResult, TableStatus
+from .allocator import use_system_allocator
 from .catalog import load
 from .create import create_mirror
 from .merge import build_cow, merge_cow, publish_staged, replaced_files
@@ -214,6 +215,7 @@ def read_changes(src: Any, source: TableState, step: steps.Merge, opts: JobOptio
 def run_python_tables(catalog: Any, cfg: DestinationConfig, opts: JobOptions, tables: List[str],
                       budget: Budget) -> Tuple[List[TableResult], List[Tuple[str, str]]]:
     """(results of the tables the Python engine ran, [(table, why)] of those it handed over)."""
+    use_system_allocator()
     results: List[TableResult] = []
     handed: List[Tuple[str, str]] = []
     secrets = cfg.secret_values()
