@@ -69,3 +69,31 @@ def test_a_pool_the_user_chose_is_kept():
     chose, returned, after, from_system = _in_a_new_process(POOLS.format(call=call), **{POOL_ENV: "mimalloc"})
     assert chose == returned == after == "mimalloc"
     assert from_system == "False"
+
+
+def _entry(spec_id, region, name):
+    from olake_cow.python_engine.manifests import Entry
+
+    return Entry(live=name, data_file=None, spec_id=spec_id, partition=(region,))
+
+
+def test_a_partitioned_rewrite_writes_each_partition_with_its_own_upserts():
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+
+    from olake_cow.python_engine.merge import _by_partition
+
+    schema = Schema(NestedField(1, "_olake_id", StringType(), required=False), NestedField(2, "region", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"), spec_id=0)
+    meta = new_table_metadata(schema, spec, UNSORTED_SORT_ORDER, "file:///w/t", {})
+    current = meta.default_spec_id
+    eu, us, old_eu = _entry(current, "eu", "eu.parquet"), _entry(current, "us", "us.parquet"), _entry(
+        current + 7, "eu", "old.parquet")  # a file of another spec: its partition tuple may mean something else
+    upserts = pa.table({"_olake_id": ["1", "2", "3", "4", "5"], "region": ["us", "eu", "ap", "eu", "ap"]})
+    groups = [([e.live for e in entries], sorted(t.column("_olake_id").to_pylist()), t.schema == upserts.schema)
+              for entries, t in _by_partition(meta, [eu, old_eu, us], upserts)]
+    assert groups == [(["eu.parquet"], ["2", "4"], True), (["old.parquet"], [], True), (["us.parquet"], ["1"], True),
+                      ([], ["3", "5"], True)]
+    plain = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "file:///w/t", {})
+    assert [([e.live for e in entries], t.num_rows) for entries, t in _by_partition(plain, [eu, us], upserts)] == [
+        (["eu.parquet", "us.parquet"], 5)]
