@@ -6,6 +6,7 @@ not serve is refused in one line before anything is read (README, Engines)."""
 import datetime as dt
 import json
 import os
+from collections import Counter
 
 import pytest
 from tests.spark.conftest import Lake
@@ -92,11 +93,7 @@ def test_hard_delete_mode_and_a_bucketed_source(spark, destinations, tmp_root, e
 def _files_per_partition(lake, table="t"):
     with opened_catalog(lake.cfg) as catalog:
         files = catalog.load_table((lake.cow_ns, f"{table}_cow")).inspect.data_files().to_pylist()
-    counts = {}
-    for f in files:
-        part = tuple(sorted(f["partition"].items()))
-        counts[part] = counts.get(part, 0) + 1
-    return counts
+    return Counter(tuple(sorted(f["partition"].items())) for f in files)
 
 
 def test_the_engines_take_over_each_others_mirror(spark, destinations, tmp_root):

@@ -4,7 +4,7 @@ its equality deletes (by _olake_id, newer than the file, in its partition) by ke
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..core.files import DATA, DELETE_FILE_PATH_ID, EQUALITY_DELETES, POSITION_DELETES, LiveFile, RemovedFile
 from ..core.resolution import KEY
@@ -61,12 +61,19 @@ def aligned(rows: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+def on_cores(fn: Callable[[Any], Any], items: Sequence[Any]) -> List[Any]:
+    """[fn(item) for item in items], up to one at a time per core (Arrow's kernels, Parquet reads
+    and writes release the GIL), in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, min(len(items), os.cpu_count() or 1))) as pool:
+        return list(pool.map(fn, items))
+
+
 def without_keys(rows: Any, keys: Sequence[str]) -> Any:
     """`rows` less those whose _olake_id is in `keys`, in order, filtered in one slice per core (a
     spread merge copies most of the mirror here: one thread of a new process spends 0.2-0.3 s on
     1M rows)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -74,10 +81,8 @@ def without_keys(rows: Any, keys: Sequence[str]) -> Any:
         return rows
     drop = pc.is_in(rows.column(KEY), value_set=pa.array(keys, pa.string()))
     step = -(-rows.num_rows // (os.cpu_count() or 1))
-    starts = range(0, rows.num_rows, step)
-    with ThreadPoolExecutor(len(starts)) as pool:  # Arrow's kernels release the GIL
-        parts = list(pool.map(lambda at: rows.slice(at, step).filter(pc.invert(drop.slice(at, step))), starts))
-    return pa.concat_tables(parts)
+    return pa.concat_tables(on_cores(lambda at: rows.slice(at, step).filter(pc.invert(drop.slice(at, step))),
+                                     range(0, rows.num_rows, step)))
 
 
 class Manifests:

@@ -19,7 +19,7 @@ from ..core.snapshots import Snapshot, Summary, TableState
 from ..core.steps import Merge
 from ..core.summary import TableResult
 from .evolve import follow_source
-from .manifests import Manifests, aligned, state_of, without_keys
+from .manifests import Manifests, aligned, on_cores, state_of, without_keys
 from .reader import HandOver
 from .resolve import ArrowChangeSet
 
@@ -30,6 +30,7 @@ from .resolve import ArrowChangeSet
 # keeps its dictionary. A mirror that sets the property keeps its value.
 DICT_SIZE = "write.parquet.dict-size-bytes"
 DICT_SIZE_BYTES = 256 * 1024
+BY_KEY = [(KEY, "ascending")]
 
 
 def merge_cow(mirror: Any, state: TableState, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteMode,
@@ -85,7 +86,7 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     marker = step.target
     tx = once(mirror)
     followed = follow_source(tx, source)
-    rows = aligned(cs.upserts, schema_to_pyarrow(tx.table_metadata.schema())).sort_by([(KEY, "ascending")])
+    rows = aligned(cs.upserts, schema_to_pyarrow(tx.table_metadata.schema())).sort_by(BY_KEY)
     ranges = 1
     if mirror.metadata.spec().is_unpartitioned():
         ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
@@ -169,8 +170,6 @@ def _rewrite(mirror: Any, meta: Any, state: TableState, cs: ArrowChangeSet) -> T
     partition costs it one. Which partition a row is written to is still pyiceberg's to work out
     from the row, so a file of an older spec, or upserts no touched file's partition matches, are
     written right, only in files of their own."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import pyarrow as pa
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
@@ -182,7 +181,7 @@ def _rewrite(mirror: Any, meta: Any, state: TableState, cs: ArrowChangeSet) -> T
     touched_paths = {f.path for f in touched_files(bounds, keys)}
     touched = sorted((e for e in data if e.live.path in touched_paths), key=lambda e: e.live.lo or "")
     target = schema_to_pyarrow(schema)
-    upserts = aligned(cs.upserts, target).sort_by([(KEY, "ascending")])
+    upserts = aligned(cs.upserts, target).sort_by(BY_KEY)
     spread = merge_shape(bounds, keys).spread
     groups = _by_partition(meta, touched, upserts)
 
@@ -193,10 +192,9 @@ def _rewrite(mirror: Any, meta: Any, state: TableState, cs: ArrowChangeSet) -> T
         # Few files rewritten: sorted whole, so each file keeps a narrow key range. A spread change
         # rewrites most of the mirror: its files' rows stay in their order (each was sorted) and
         # the upserts follow sorted (as the Spark engine's spread merge, without a global sort).
-        return rows.sort_by([(KEY, "ascending")]) if rows.num_rows and not spread else rows
+        return rows.sort_by(BY_KEY) if rows.num_rows and not spread else rows
 
-    with ThreadPoolExecutor(max(1, min(len(groups), os.cpu_count() or 1))) as pool:
-        return touched, [t for t in pool.map(part, groups) if t.num_rows]
+    return touched, [t for t in on_cores(part, groups) if t.num_rows]
 
 
 def _by_partition(meta: Any, touched: List[Any], upserts: Any) -> List[Tuple[List[Any], Any]]:
@@ -213,12 +211,14 @@ def _by_partition(meta: Any, touched: List[Any], upserts: Any) -> List[Tuple[Lis
     by_file: Dict[Tuple[Any, ...], List[Any]] = {}
     for e in touched:
         by_file.setdefault((e.spec_id, e.partition), []).append(e)
-    groups = [(entries, ups.pop(part, upserts.slice(0, 0)) if spec_id == spec.spec_id else upserts.slice(0, 0))
-              for (spec_id, part), entries in by_file.items()]
+    none = upserts.slice(0, 0)
+    groups = []
+    for (spec_id, part), entries in by_file.items():
+        groups.append((entries, ups.pop(part, none) if spec_id == spec.spec_id else none))
     if ups:
         import pyarrow as pa
 
-        groups.append(([], pa.concat_tables(list(ups.values())).sort_by([(KEY, "ascending")])))
+        groups.append(([], pa.concat_tables(list(ups.values())).sort_by(BY_KEY)))
     return groups
 
 
@@ -233,14 +233,11 @@ def _write_metadata(meta: Any) -> Any:
 def _overwrite(tx: Any, mirror: Any, touched: List[Any], parts: Sequence[Any], marker: Marker) -> None:
     """One snapshot in the transaction: `touched` files out, the rows of `parts` in (each table
     written apart, up to a table per core at once), the marker in its summary."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
     meta = _write_metadata(tx.table_metadata)
-    with ThreadPoolExecutor(max(1, min(len(parts), os.cpu_count() or 1))) as pool:
-        new_files = [f for files in pool.map(lambda t: list(_dataframe_to_data_files(meta, t, mirror.io)), parts)
-                     for f in files]
+    new_files = [f for files in on_cores(lambda t: list(_dataframe_to_data_files(meta, t, mirror.io)), parts)
+                 for f in files]
     summary = {Summary.WAP_ID: marker.wap_id}
     if not touched:
         with tx.update_snapshot(snapshot_properties=summary).fast_append() as app:
