@@ -12,6 +12,7 @@ import time
 from typing import Optional
 
 from testkit.ports import free_port
+from testkit.servers import ServerExited, stop_process
 
 SITE = """<?xml version="1.0"?>
 <configuration>
@@ -47,20 +48,32 @@ class HiveMetastore:
         self.port = free_port()
         self.proc: Optional[subprocess.Popen] = None
 
-    def start(self, timeout_s: float = 120) -> "HiveMetastore":
+    def start(self, timeout_s: float = 120, attempts: int = 3) -> "HiveMetastore":
+        """Starts the metastore; if it exits before it listens (its port taken between the draw and its
+        bind), again on another port."""
+        for _ in range(attempts - 1):
+            try:
+                return self._start(timeout_s)
+            except ServerExited:
+                self.port = free_port()
+        return self._start(timeout_s)
+
+    def _start(self, timeout_s: float) -> "HiveMetastore":
         conf = os.path.join(self.dir, "conf")
-        os.makedirs(conf)
+        os.makedirs(conf, exist_ok=True)
+        shutil.rmtree(os.path.join(self.dir, "metastore_db"), ignore_errors=True)  # a failed attempt's
         with open(os.path.join(conf, "hive-site.xml"), "w", encoding="utf-8") as f:
             f.write(SITE.format(db=os.path.join(self.dir, "metastore_db"), warehouse=os.path.join(self.dir, "wh")))
-        log = open(os.path.join(self.dir, "metastore.log"), "wb")
         classpath = os.pathsep.join([conf, os.path.join(pyspark_jars(), "*")])
-        self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath,
-                                      "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port)],
-                                     stdout=log, stderr=log, cwd=self.dir, start_new_session=True)
+        log = os.path.join(self.dir, "metastore.log")
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath,
+                                          "org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", str(self.port)],
+                                         stdout=out, stderr=out, cwd=self.dir, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the Hive metastore exited ({self.proc.returncode}); see {log.name}")
+                raise ServerExited(f"the Hive metastore exited ({self.proc.returncode}) on port {self.port}; see {log}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self
@@ -74,6 +87,4 @@ class HiveMetastore:
         return f"thrift://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        from testkit.servers import stop_process
-
         stop_process(self.proc, self.dir)
