@@ -97,3 +97,28 @@ def test_a_partitioned_rewrite_writes_each_partition_with_its_own_upserts():
     plain = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "file:///w/t", {})
     assert [([e.live for e in entries], t.num_rows) for entries, t in _by_partition(plain, [eu, us], upserts)] == [
         (["eu.parquet", "us.parquet"], 5)]
+
+
+def test_a_partitioned_build_is_split_a_partition_a_table_each_sorted_by_key():
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+
+    from olake_cow.python_engine.merge import _per_partition
+
+    schema = Schema(NestedField(1, "_olake_id", StringType(), required=False),
+                    NestedField(2, "region", StringType(), required=False))
+    spec = PartitionSpec(PartitionField(1, 1000, BucketTransform(4), "b"),
+                         PartitionField(2, 1001, IdentityTransform(), "region"), spec_id=0)
+    meta = new_table_metadata(schema, spec, UNSORTED_SORT_ORDER, "file:///w/t", {})
+    keys = [str(k) for k in range(60, 0, -1)]  # not sorted: each part comes out sorted
+    regions = [("eu", "us", None)[k % 3] for k in range(60)]
+    rows = pa.table({"_olake_id": keys, "region": regions})
+    # Each row's partition by the scalar transform (Python's murmur3), apart from the Arrow kernels
+    bucket = BucketTransform(4).transform(StringType())
+    expected = {}
+    for key, region in zip(keys, regions):
+        expected.setdefault((bucket(key), region), []).append(key)
+    parts = _per_partition(meta, rows)
+    assert sorted(p.column("_olake_id").to_pylist() for p in parts) == sorted(sorted(v) for v in expected.values())
+    assert all(p.schema == rows.schema for p in parts)
+    assert _per_partition(meta, rows.slice(0, 0)) == []
