@@ -122,3 +122,22 @@ def test_a_partitioned_build_is_split_a_partition_a_table_each_sorted_by_key():
     assert sorted(p.column("_olake_id").to_pylist() for p in parts) == sorted(sorted(v) for v in expected.values())
     assert all(p.schema == rows.schema for p in parts)
     assert _per_partition(meta, rows.slice(0, 0)) == []
+
+
+def test_a_partition_arrow_cannot_sort_leaves_the_split_to_pyiceberg():
+    import uuid
+
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import UUIDType
+
+    from olake_cow.python_engine.merge import _per_partition
+
+    schema = Schema(NestedField(1, "_olake_id", StringType(), required=False),
+                    NestedField(2, "u", UUIDType(), required=False))
+    meta = new_table_metadata(schema, PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "u"), spec_id=0),
+                              UNSORTED_SORT_ORDER, "file:///w/t", {})
+    rows = pa.table({"_olake_id": ["2", "1", "3"],
+                     "u": pa.array([uuid.UUID(int=k % 2).bytes for k in range(3)], pa.uuid())})
+    [whole] = _per_partition(meta, rows)
+    assert whole.column("_olake_id").to_pylist() == ["1", "2", "3"]

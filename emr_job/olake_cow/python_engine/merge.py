@@ -239,7 +239,10 @@ def _per_partition(meta: Any, rows: Any) -> List[Any]:
     columns = [f.transform.pyarrow_transform(schema.find_field(f.source_id).field_type)(
         _get_field_from_arrow_table(rows, schema.find_column_name(f.source_id))) for f in spec.fields]
     keyed = pa.Table.from_arrays([*columns, rows.column(KEY)], names=[*names, KEY])
-    order = pc.sort_indices(keyed, sort_keys=[(n, "ascending") for n in names] + BY_KEY)
+    try:
+        order = pc.sort_indices(keyed, sort_keys=[(n, "ascending") for n in names] + BY_KEY)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # a type Arrow cannot sort (an identity uuid)
+        return [rows.sort_by(BY_KEY)]  # pyiceberg's write splits it, as before
     # Each partition's rows are one run of the sorted table (nulls last, as a run of their own);
     # grouping in order of appearance gives the runs' lengths. A run that held two partitions would
     # only make pyiceberg split it again.
