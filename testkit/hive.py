@@ -12,7 +12,7 @@ import time
 from typing import Optional
 
 from testkit.ports import free_port
-from testkit.servers import ServerExited, stop_process
+from testkit.servers import ServerExited, start_again_on_exit, stop_process
 
 SITE = """<?xml version="1.0"?>
 <configuration>
@@ -51,12 +51,10 @@ class HiveMetastore:
     def start(self, timeout_s: float = 120, attempts: int = 3) -> "HiveMetastore":
         """Starts the metastore; if it exits before it listens (its port taken between the draw and its
         bind), again on another port."""
-        for _ in range(attempts - 1):
-            try:
-                return self._start(timeout_s)
-            except ServerExited:
-                self.port = free_port()
-        return self._start(timeout_s)
+        return start_again_on_exit(lambda: self._start(timeout_s), self._redraw, attempts)
+
+    def _redraw(self) -> None:
+        self.port = free_port()
 
     def _start(self, timeout_s: float) -> "HiveMetastore":
         conf = os.path.join(self.dir, "conf")

@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from infra.iceberg_jars import Jar
 from testkit.ports import free_port
@@ -59,6 +59,17 @@ def weed_binary() -> Optional[str]:
 
 class ServerExited(RuntimeError):
     """A server the tests started exited before it answered."""
+
+
+def start_again_on_exit(start: Callable[[], Any], redraw: Callable[[], None], attempts: int = 3) -> Any:
+    """start(); if the server exits before it answers (a port taken between the draw and its bind),
+    redraw() its ports and start again, up to `attempts` starts in all."""
+    for _ in range(attempts - 1):
+        try:
+            return start()
+        except ServerExited:
+            redraw()
+    return start()
 
 
 class _Server:
@@ -345,12 +356,7 @@ class SeaweedServer(_Server):
     def start(self, attempts: int = 3) -> "SeaweedServer":
         """Starts weed; if it exits before it answers (a port of its twelve taken between the draw
         and its bind), again on other ports."""
-        for _ in range(attempts - 1):
-            try:
-                return self._start()
-            except ServerExited:
-                self._draw_ports()
-        return self._start()
+        return start_again_on_exit(self._start, self._draw_ports, attempts)
 
     def _start(self) -> "SeaweedServer":
         p = self.ports

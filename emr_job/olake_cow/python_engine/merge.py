@@ -86,14 +86,15 @@ def build_cow(mirror: Any, cs: ArrowChangeSet, step: Merge, delete_mode: DeleteM
     marker = step.target
     tx = once(mirror)
     followed = follow_source(tx, source)
-    rows = aligned(cs.upserts, schema_to_pyarrow(tx.table_metadata.schema()))
-    if tx.table_metadata.spec().is_unpartitioned():
+    meta = tx.table_metadata
+    rows = aligned(cs.upserts, schema_to_pyarrow(meta.schema()))
+    if meta.spec().is_unpartitioned():
         rows = rows.sort_by(BY_KEY)
-        ranges = rebuild_partitions(source_bytes, mirror_target_bytes(mirror.metadata.properties), os.cpu_count() or 1)
+        ranges = rebuild_partitions(source_bytes, mirror_target_bytes(meta.properties), os.cpu_count() or 1)
         size = max(1, -(-rows.num_rows // max(1, ranges)))
         parts = [rows.slice(at, size) for at in range(0, rows.num_rows, size)]
     else:
-        parts = _per_partition(tx.table_metadata, rows)
+        parts = _per_partition(meta, rows)
     _overwrite(tx, mirror, list(replaced), parts, marker)
     staged = _staged(tx, mirror.metadata.current_snapshot_id, result.mirror)
     _set_published(tx, marker.wap_id, staged, delete_mode, dict(step.properties))
