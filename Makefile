@@ -111,7 +111,7 @@ test: $(TEST_STACK) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalo
 # formats (partitioned mirrors included: test_mirror has bucket and identity specs), on Glue + S3 too:
 # what the Spark 4 leg runs (the whole suite runs on Spark 3.5).
 SPARK4_TESTS ?= tests/spark/test_mirror.py tests/spark/test_delete_modes.py tests/spark/test_dv.py \
-	tests/spark/test_glue.py tests/spark/test_own.py tests/spark/test_engines.py
+	tests/spark/test_glue.py tests/spark/test_own.py tests/spark/test_engines.py tests/spark/test_writer.py
 
 # The longest of them test the planner over long histories, which is pure Python and the same on both
 # stacks; the mid-life switch of delete mode reads what the three delete modes' test reads, and of
@@ -133,6 +133,8 @@ SPARK4_PLANNER := without_tombstone or keys_outside_the_change_sets or duplicate
 # Of test_own.py the Spark 4 leg runs what a user's edit of the mirror's schema and properties does
 # (Spark and Iceberg read and write them), on the file-system catalog; the rest there is the planner's
 # and the command line's (and its python-engine variants run no Spark of their own).
+# test_writer.py: the tests' OLake-like writer writes data files through Iceberg's Java API, which
+# each Iceberg line spells its own way.
 SPARK4_OWN := carrying_only_the_made_by or second_job_truncating or another_job_truncates or remembers_another or expired_before_it_ran or expired_resumes or summary_inside \
 	or decide_alike or ending_in_cow or given_as_a_source or (own and jdbc)
 SPARK4_SKIP ?= not ($(SPARK4_OWN)) and not backlog_of_many_commits and not checkpoint_found_in_a_long_history and not switch_from_equality \

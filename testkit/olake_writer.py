@@ -11,13 +11,18 @@ A key written twice in the batch loses its older copies through position deletes
 in format 3) unless `dedupe=False`, reproducing OLake #1189. `switch_delete_mode` is OLake's
 migrator: one commit that replaces every equality-delete file by position deletes or deletion
 vectors of exactly the rows they deleted (a `replace` snapshot, or a row delta).
-Data files are produced by Spark as a staged (WAP) append and then committed through the Java
-API together with the delete files, so field ids, metrics and partitions are Iceberg's own.
+Data files are written on the JVM by Iceberg's own Parquet writer (values parsed by Iceberg's
+SingleValueParser from one JSON text, no Spark job: a Spark append cost 0.3 s a commit) and
+committed through the Java API together with the delete files, so field ids, metrics and partitions
+are Iceberg's own. A batch of more than FAST_ROWS rows, or a value that JSON form cannot carry, is
+written by Spark as a staged (WAP) append instead.
 """
 import base64
 import datetime as dt
+import decimal
 import itertools
 import json
+import math
 import threading
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -31,6 +36,69 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 DELETE_MODES = ("equality", "position", "dv")
 OLAKE_COLUMNS = (("_op_type", "string"), ("_olake_timestamp", "timestamp"),
                  ("_cdc_timestamp", "timestamp"))
+
+
+# Batches up to this many rows are written without a Spark job (`_write_data`); larger ones (bench
+# and demo backfills) by Spark, whose tasks write in parallel.
+FAST_ROWS = 5000
+
+
+class _NoIcebergJson(ValueError):
+    """A value `_iceberg_json` cannot carry exactly: the batch goes through Spark instead."""
+
+
+def _iceberg_json(typ: Any, value: Any) -> Any:
+    """`value` of the Iceberg type `typ` (its JSON form in the table's schema) as Iceberg's
+    single-value JSON (SingleValueParser): structs keyed by field id, maps as key and value lists,
+    decimals as strings of the column's scale, binary as hex, timestamps with six fraction digits
+    (naive ones are UTC, as in `_json_value`)."""
+    if value is None:
+        return None
+    if isinstance(typ, dict):
+        kind = typ["type"]
+        if kind == "struct":
+            return {str(f["id"]): _iceberg_json(f["type"], value.get(f["name"])) for f in typ["fields"]
+                    if value.get(f["name"]) is not None}
+        if kind == "list":
+            return [_iceberg_json(typ["element"], v) for v in value]
+        if kind == "map":
+            if any(v is None for v in value.values()):
+                raise _NoIcebergJson("a null map value")  # SingleValueParser builds an ImmutableMap
+            return {"keys": [_iceberg_json(typ["key"], k) for k in value],
+                    "values": [_iceberg_json(typ["value"], v) for v in value.values()]}
+        raise _NoIcebergJson(f"type {kind}")
+    if typ.startswith("decimal("):
+        scale = int(typ[:-1].split(",")[1])
+        exact = decimal.Decimal(value).quantize(decimal.Decimal(1).scaleb(-scale))
+        if exact != decimal.Decimal(value):
+            raise _NoIcebergJson(f"{value} has more than {scale} decimal places")
+        return format(exact, "f")
+    if typ in ("float", "double"):
+        if not math.isfinite(value):
+            raise _NoIcebergJson("a float that is not finite")
+        return value
+    if typ == "binary":
+        return bytes(value).hex()
+    if typ == "timestamptz":
+        utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
+        return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
+    if typ == "timestamp":
+        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+    if typ == "date":
+        if isinstance(value, dt.datetime):
+            raise _NoIcebergJson("a datetime in a date column")
+        return value.isoformat()
+    if typ in ("string", "int", "long", "boolean"):
+        return value
+    raise _NoIcebergJson(f"type {typ}")
+
+
+def _micros(value: Any) -> Any:
+    """A timestamp as UTC microseconds (naive ones are UTC), to order a key's copies."""
+    if value is None:
+        return None
+    aware = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return (aware - EPOCH) // dt.timedelta(microseconds=1)
 
 
 # How `_json_value` spells the values Spark's JSON reader must parse back exactly.
@@ -188,7 +256,7 @@ class OlakeWriter:
         t = self.tables.load(self.namespace, table)
         # position and dv modes: where the replaced keys' live rows are, before this batch lands
         live = self._live_positions(table, replaced) if mode != "equality" and replaced else {}
-        staged, data_files = self._stage_data(table, batch) if batch else (None, [])
+        data_files, placed = self._write_data(t, table, batch) if batch else ([], {})
         t.refresh()
         delta = t.newRowDelta()
         if t.currentSnapshot() is not None:  # a deletion vector it replaces was read from this snapshot
@@ -201,7 +269,7 @@ class OlakeWriter:
                 delta.addDeletes(f)
         positions = {path: list(rows) for path, rows in live.items()}
         if dedupe and batch:
-            for path, rows in self._duplicate_positions(table, staged, data_files, batch).items():
+            for path, rows in _older_copies(placed, batch).items():
                 positions.setdefault(path, []).extend(rows)
         added, removed = self._position_deletes(t, positions, {str(f.location()): f for f in data_files})
         for f in added:
@@ -253,8 +321,60 @@ class OlakeWriter:
         self._record(table, snapshot_id)
         return snapshot_id
 
-    def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> tuple:
-        """(staged snapshot, its data files) of a WAP append of the batch."""
+    def _write_data(self, t, table: str, batch: List[Dict[str, Any]]) -> Tuple[list, Dict[str, list]]:
+        """(data files, path -> its rows as (key, _cdc_timestamp, _olake_timestamp) by position) of
+        the batch: one file per partition, sorted by `_olake_id` (the table's write order), written
+        by Iceberg's Parquet writer on the JVM; through Spark when the batch is large or holds a
+        value Iceberg's JSON form cannot carry."""
+        schema = t.schema()
+        ice = self.spark._jvm.org.apache.iceberg
+        struct = json.loads(str(ice.SchemaParser.toJson(schema)))
+        rows = sorted(batch, key=lambda r: r["_olake_id"])  # stable: a key's copies keep batch order
+        try:
+            if len(rows) > FAST_ROWS:
+                raise _NoIcebergJson(f"{len(rows)} rows")
+            text = json.dumps([_iceberg_json(struct, r) for r in rows])
+        except _NoIcebergJson:
+            return self._stage_data(table, batch)
+        list_type = getattr(ice.types, "Types$ListType").ofRequired(0, schema.asStruct())
+        records = ice.SingleValueParser.fromJson(list_type, text)  # internal values: what InternalWriter takes
+        spec = t.spec()
+        groups: Dict[str, Tuple[Any, Any, List[int]]] = {}  # partition path -> (key, records, row indexes)
+        if spec.isUnpartitioned():
+            groups[""] = (None, records, list(range(len(rows))))
+        else:
+            jvm = self.spark._jvm
+            key = ice.PartitionKey(spec, schema)
+            for i in range(len(rows)):
+                record = records.get(i)
+                key.partition(record)
+                path = str(spec.partitionToPath(key))
+                if path not in groups:
+                    groups[path] = (key.copy(), jvm.java.util.ArrayList(), [])
+                groups[path][1].add(record)
+                groups[path][2].append(i)
+        files = ice.io.OutputFileFactory.builderFor(t, 1, next(self._seq)).format(ice.FileFormat.PARQUET).build()
+        out, placed = [], {}
+        for path in sorted(groups):
+            key, group, indexes = groups[path]
+            target = (files.newOutputFile(spec, key) if key is not None else files.newOutputFile())
+            target = target.encryptingOutputFile()
+            appender = ice.InternalData.write(ice.FileFormat.PARQUET, target).schema(schema).build()
+            appender.addAll(group)
+            appender.close()
+            builder = (ice.DataFiles.builder(spec).withPath(target.location()).withFormat(ice.FileFormat.PARQUET)
+                       .withFileSizeInBytes(appender.length()).withMetrics(appender.metrics())
+                       .withSplitOffsets(appender.splitOffsets()))
+            data_file = (builder.withPartition(key) if key is not None else builder).build()
+            out.append(data_file)
+            placed[str(data_file.location())] = [
+                (rows[i]["_olake_id"], _micros(rows[i]["_cdc_timestamp"]), _micros(rows[i]["_olake_timestamp"]))
+                for i in indexes]
+        return out, placed
+
+    def _stage_data(self, table: str, batch: List[Dict[str, Any]]) -> Tuple[list, Dict[str, list]]:
+        """`_write_data` through Spark: a staged (WAP) append of the batch, whose data files the
+        commit takes; where each row landed is read back only if a key is written twice."""
         schema = self.spark.table(self.q(table)).schema
         # One task, sorted within it: no range shuffle (its sampling job and shuffle cost a
         # second per commit, most of a Spark test's time), one file per partition as before.
@@ -269,7 +389,19 @@ class OlakeWriter:
         staged = [s for s in t.snapshots() if s.summary().get("wap.id") == wap]
         if not staged:
             raise RuntimeError(f"writer: staged append {wap} not found")
-        return staged[0], list(staged[0].addedDataFiles(t.io()))
+        data_files = list(staged[0].addedDataFiles(t.io()))
+        if len({r["_olake_id"] for r in batch}) == len(batch):
+            return data_files, {}
+        paths = [str(f.location()) for f in data_files]
+        from pyspark.sql import functions as F
+
+        found = (self.spark.sql(f"SELECT _file, _pos, _olake_id, _cdc_timestamp, _olake_timestamp FROM {self.q(table)} "
+                                f"VERSION AS OF {int(staged[0].snapshotId())}")
+                 .where(F.col("_file").isin(paths)).orderBy("_file", "_pos").collect())
+        placed: Dict[str, list] = {}
+        for r in found:
+            placed.setdefault(r["_file"], []).append((r["_olake_id"], r["_cdc_timestamp"], r["_olake_timestamp"]))
+        return data_files, placed
 
     def _frame(self, schema, batch: List[Dict[str, Any]]):
         """The batch as a DataFrame parsed on the JVM from one JSON array: a DataFrame made from
@@ -365,34 +497,6 @@ class OlakeWriter:
         if name == "DATE":
             return jvm.java.time.LocalDate.parse(value.isoformat())
         return value
-
-    def _duplicate_positions(self, table: str, staged, data_files: list,
-                             batch: List[Dict[str, Any]]) -> Dict[str, List[int]]:
-        """data file -> positions of the older copies of a key written twice in the batch."""
-        counts: Dict[str, int] = {}
-        for r in batch:
-            counts[r["_olake_id"]] = counts.get(r["_olake_id"], 0) + 1
-        if all(c == 1 for c in counts.values()):
-            return {}
-        from pyspark.sql import functions as F
-
-        paths = [str(f.location()) for f in data_files]
-        df = (self.spark.sql(f"SELECT _file, _pos, _olake_id, _cdc_timestamp, _olake_timestamp FROM {self.q(table)} "
-                             f"VERSION AS OF {int(staged.snapshotId())}")
-              .where(F.col("_file").isin(paths)))
-        rows = df.collect()
-        best: Dict[str, Any] = {}
-        for r in rows:
-            k = r["_olake_id"]
-            cur = best.get(k)
-            if cur is None or (r["_cdc_timestamp"], r["_olake_timestamp"], r["_pos"]) > \
-                    (cur["_cdc_timestamp"], cur["_olake_timestamp"], cur["_pos"]):
-                best[k] = r
-        doomed: Dict[str, List[int]] = {}
-        for r in rows:
-            if best[r["_olake_id"]] is not r and counts.get(r["_olake_id"], 0) > 1:
-                doomed.setdefault(r["_file"], []).append(int(r["_pos"]))
-        return doomed
 
     def _live_positions(self, table: str, keys: List[str]) -> Dict[str, List[int]]:
         """data file -> positions of the live rows of `keys` (what OLake's position modes delete)."""
@@ -532,6 +636,25 @@ class OlakeWriter:
                     found.append(f.copy())
             reader.close()
         return found
+
+
+def _older_copies(placed: Dict[str, list], batch: List[Dict[str, Any]]) -> Dict[str, List[int]]:
+    """data file -> positions of the older copies of a key written twice in the batch: the copy with
+    the latest (_cdc_timestamp, _olake_timestamp, position) is kept."""
+    counts: Dict[str, int] = {}
+    for r in batch:
+        counts[r["_olake_id"]] = counts.get(r["_olake_id"], 0) + 1
+    best: Dict[str, Tuple[Any, ...]] = {}
+    for path, rows in placed.items():
+        for pos, (key, cdc, olake) in enumerate(rows):
+            if counts[key] > 1 and (key not in best or (cdc, olake, pos) > best[key][:3]):
+                best[key] = (cdc, olake, pos, path)
+    doomed: Dict[str, List[int]] = {}
+    for path, rows in placed.items():
+        for pos, (key, cdc, olake) in enumerate(rows):
+            if key in best and best[key] != (cdc, olake, pos, path):
+                doomed.setdefault(path, []).append(pos)
+    return doomed
 
 
 class _JavaFunction:
