@@ -105,7 +105,7 @@ test-stack: $(TEST_STACK) ## install what `make test` needs into .venv (SPARK=4:
 
 test: $(TEST_STACK) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root
 	bash tools/system-deps.sh
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 # The Spark scenarios that cover every reader and writer path, in both source modes x both mirror
 # formats (partitioned mirrors included: test_mirror has bucket and identity specs), on Glue + S3 too:

@@ -283,12 +283,15 @@ class OlakeWriter:
         t.refresh()
         t.updateProperties().set("olake_2pc", f'{{"commit":{next(self._seq)}}}').commit()
         model.apply(batch, pure)
-        # Our own snapshot, not the current one: a compactor may have truncated in between.
-        for snap in reversed(list(t.snapshots())):
-            if snap.summary().get("olake-writer.commit") == tag:
-                self._record(table, int(snap.snapshotId()))
-                return int(snap.snapshotId())
-        raise RuntimeError(f"writer: commit {tag} not found in {table}'s snapshots")
+        # Our own snapshot, not always the current one: a compactor may have truncated in between.
+        # The current one first: listing a long history through py4j costs a call per snapshot.
+        current = t.currentSnapshot()
+        found = [current] if current.summary().get("olake-writer.commit") == tag else [
+            snap for snap in t.snapshots() if snap.summary().get("olake-writer.commit") == tag]
+        if not found:
+            raise RuntimeError(f"writer: commit {tag} not found in {table}'s snapshots")
+        self._record(table, int(found[-1].snapshotId()))
+        return int(found[-1].snapshotId())
 
     # -- what other tools and users do to OLake's table ---------------------------------------
     def delete_where(self, table: str, where_sql: str, matches: Callable[[Mapping[str, Any]], bool],

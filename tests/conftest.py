@@ -3,18 +3,20 @@ import tempfile
 
 import pytest
 
-# The heaviest files first, by worker-seconds (`pytest -n 2 --dist loadfile --durations=0
-# --junitxml=...`, 2026-12-02: test_mirror 553 s down to test_foreign_state 70 s). xdist hands whole
-# files to its workers in collection order, so a big file collected late ran alone at the end while
-# the other worker idled (2.5 minutes at 60% CPU). Longest first evens the two workers out; every
-# other file keeps its place after these, and each file its own order.
+# The heaviest files first, by worker-seconds (CI 83 of 2026-12-04, `--durations=0`: test_mirror
+# 531 s down to test_writer 39 s). xdist hands whole files to its two workers one at a time, so a big
+# file handed out last runs alone while the other worker idles: longest first evens them out. Every
+# other file keeps its place after these, and each file its own order. xdist 3.8 would reorder the
+# files by their number of tests (test_class_archive, one 96 s test, went last: 130 s of one idle
+# worker); the Makefile passes --no-loadscope-reorder to keep this order.
 HEAVIEST_FIRST = (
-    "tests/spark/test_mirror.py", "tests/spark/test_rest.py", "tests/spark/test_engines.py",
-    "tests/spark/test_readonly.py", "tests/spark/test_recovery.py", "tests/spark/test_maintenance.py",
-    "tests/spark/test_delete_modes.py", "tests/spark/test_own.py", "tests/spark/test_partitioned.py",
-    "tests/deploy/test_bad_input_infra.py", "tests/spark/test_glue.py", "tests/spark/test_class_archive.py",
-    "tests/spark/test_hive.py", "tests/trigger/test_trigger.py", "tests/spark/test_dv.py",
-    "tests/spark/test_foreign_state.py",
+    "tests/spark/test_mirror.py", "tests/spark/test_own.py", "tests/spark/test_engines.py",
+    "tests/spark/test_rest.py", "tests/spark/test_readonly.py", "tests/spark/test_recovery.py",
+    "tests/spark/test_maintenance.py", "tests/spark/test_partitioned.py", "tests/deploy/test_bad_input_infra.py",
+    "tests/spark/test_delete_modes.py", "tests/spark/test_glue.py", "tests/spark/test_class_archive.py",
+    "tests/trigger/test_trigger.py", "tests/spark/test_foreign_state.py", "tests/spark/test_hive.py",
+    "tests/deploy/test_from_zero.py", "tests/deploy/test_two_stacks.py", "tests/spark/test_catalogs.py",
+    "tests/spark/test_express_lane.py", "tests/spark/test_dv.py", "tests/spark/test_writer.py",
 )
 
 
