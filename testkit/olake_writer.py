@@ -80,10 +80,9 @@ def _iceberg_json(typ: Any, value: Any) -> Any:
     if typ == "binary":
         return bytes(value).hex()
     if typ == "timestamptz":
-        utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
-        return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
+        return _utc_text(value)
     if typ == "timestamp":
-        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+        return _naive_text(value)
     if typ == "date":
         if isinstance(value, dt.datetime):
             raise _NoIcebergJson("a datetime in a date column")
@@ -91,6 +90,17 @@ def _iceberg_json(typ: Any, value: Any) -> Any:
     if typ in ("string", "int", "long", "boolean"):
         return value
     raise _NoIcebergJson(f"type {typ}")
+
+
+def _utc_text(value: dt.datetime) -> str:
+    """A timestamp with a zone as UTC text with six fraction digits (a naive one is UTC)."""
+    utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
+
+
+def _naive_text(value: dt.datetime) -> str:
+    """A timestamp without zone as text with six fraction digits (a zone given is dropped)."""
+    return value.replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def _micros(value: Any) -> Any:
@@ -127,10 +137,9 @@ def _json_value(typ, value: Any) -> Any:
     if kind == "binary":
         return base64.b64encode(bytes(value)).decode("ascii")
     if kind == "timestamp":
-        utc = value.astimezone(dt.timezone.utc) if value.tzinfo else value
-        return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
+        return _utc_text(value)
     if kind == "timestamp_ntz":
-        return value.replace(tzinfo=None).isoformat(timespec="microseconds")
+        return _naive_text(value)
     if kind == "date":
         return value.isoformat()
     return value
