@@ -57,8 +57,7 @@ def _iceberg_json(typ: Any, value: Any) -> Any:
     if isinstance(typ, dict):
         kind = typ["type"]
         if kind == "struct":
-            return {str(f["id"]): _iceberg_json(f["type"], value.get(f["name"])) for f in typ["fields"]
-                    if value.get(f["name"]) is not None}
+            return {str(f["id"]): _iceberg_json(f["type"], value.get(f["name"])) for f in typ["fields"]}
         if kind == "list":
             return [_iceberg_json(typ["element"], v) for v in value]
         if kind == "map":
@@ -278,7 +277,7 @@ class OlakeWriter:
                 delta.addDeletes(f)
         positions = {path: list(rows) for path, rows in live.items()}
         if dedupe and batch:
-            for path, rows in _older_copies(placed, batch).items():
+            for path, rows in _older_copies(placed).items():
                 positions.setdefault(path, []).extend(rows)
         added, removed = self._position_deletes(t, positions, {str(f.location()): f for f in data_files})
         for f in added:
@@ -338,13 +337,13 @@ class OlakeWriter:
         the batch: one file per partition, sorted by `_olake_id` (the table's write order), written
         by Iceberg's Parquet writer on the JVM; through Spark when the batch is large or holds a
         value Iceberg's JSON form cannot carry."""
+        if len(batch) > FAST_ROWS:
+            return self._stage_data(table, batch)
         schema = t.schema()
         ice = self.spark._jvm.org.apache.iceberg
         struct = json.loads(str(ice.SchemaParser.toJson(schema)))
         rows = sorted(batch, key=lambda r: r["_olake_id"])  # stable: a key's copies keep batch order
         try:
-            if len(rows) > FAST_ROWS:
-                raise _NoIcebergJson(f"{len(rows)} rows")
             text = json.dumps([_iceberg_json(struct, r) for r in rows])
         except _NoIcebergJson:
             return self._stage_data(table, batch)
@@ -650,21 +649,18 @@ class OlakeWriter:
         return found
 
 
-def _older_copies(placed: Dict[str, list], batch: List[Dict[str, Any]]) -> Dict[str, List[int]]:
+def _older_copies(placed: Dict[str, list]) -> Dict[str, List[int]]:
     """data file -> positions of the older copies of a key written twice in the batch: the copy with
-    the latest (_cdc_timestamp, _olake_timestamp, position) is kept."""
-    counts: Dict[str, int] = {}
-    for r in batch:
-        counts[r["_olake_id"]] = counts.get(r["_olake_id"], 0) + 1
+    the latest (_cdc_timestamp, _olake_timestamp, position) is kept (a key written once is its own)."""
     best: Dict[str, Tuple[Any, ...]] = {}
     for path, rows in placed.items():
         for pos, (key, cdc, olake) in enumerate(rows):
-            if counts[key] > 1 and (key not in best or (cdc, olake, pos) > best[key][:3]):
+            if key not in best or (cdc, olake, pos) > best[key][:3]:
                 best[key] = (cdc, olake, pos, path)
     doomed: Dict[str, List[int]] = {}
     for path, rows in placed.items():
         for pos, (key, cdc, olake) in enumerate(rows):
-            if key in best and best[key] != (cdc, olake, pos, path):
+            if best[key] != (cdc, olake, pos, path):
                 doomed.setdefault(path, []).append(pos)
     return doomed
 

@@ -38,7 +38,7 @@ def table_state(spark, q: str) -> list:
     files: dict = {}
     for r in spark.sql(f"SELECT *, _partition, _file, _pos FROM {q}").collect():
         files.setdefault(r["_file"], []).append(r.asDict(recursive=True))
-    layout = [sorted(([{k: v for k, v in r.items() if k != "_file"} for r in rows]), key=lambda r: r["_pos"])
+    layout = [sorted([{k: v for k, v in r.items() if k != "_file"} for r in rows], key=lambda r: r["_pos"])
               for rows in files.values()]
     return sorted(layout, key=repr)
 
