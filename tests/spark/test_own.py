@@ -231,6 +231,57 @@ def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_l
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
+def expire_all_but_current(lake):
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+
+
+def test_a_first_truncate_build_of_a_table_whose_older_snapshots_were_expired_holds_every_row(tlake):
+    """OLake's table as a truncate mirror first meets it: its early snapshots expired (by OLake or a
+    user), never truncated. The first truncate is the table's first, so the mirror is built from it."""
+    lake = tlake
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "40", "_op_type": "c", "v": 40}])
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 33}])
+    expire_all_but_current(lake)
+    assert not trigger_check(lake).blocked
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged", result
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def test_a_dropped_truncate_mirror_is_not_built_again_from_what_olakes_expired_table_holds(make_lake, destinations):
+    """The mirror of a truncate job, the only complete copy, is dropped and OLake's snapshots are
+    expired past every truncate: a mirror built from OLake's table would lack every row moved out
+    before. Refused before anything is truncated (the trigger agrees); the mirror restored under its
+    name goes on without losing a row."""
+    lake = make_lake(destinations["jdbc"], "jdbc", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "40", "_op_type": "c", "v": 40}])
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "41", "_op_type": "c", "v": 41}])
+    expire_source(lake)
+    metadata = lake.mirror("t").metadata_location
+    lake.writer.spark.sql(f"DROP TABLE {lake.mirror_q('t')}")  # without purge: its files stay
+    before = lake.source_metadata()
+    code, result = lake.run_summary()
+    assert code == 1 and "restore it under its name" in result["error"], result
+    assert f"{lake.cow_ns}.t_cow" in result["error"] and keeps_data(result["error"]), result["error"]
+    assert lake.source_metadata() == before and not lake.mirror("t").exists  # nothing truncated, nothing built
+    check = trigger_check(lake)
+    assert check.blocked and check.merge is None, check
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.register_table(table => '{lake.cow_ns}.t_cow', "
+                          f"metadata_file => '{metadata}')")  # the advice
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
 def test_a_summary_inside_the_warehouse_is_refused_before_anything_is_written(lake_dir_destination, tmp_path):
     dest_path, warehouse = lake_dir_destination
     for target in (os.path.join(warehouse, "sales", "t", "metadata", "v3.metadata.json"),

@@ -7,12 +7,13 @@ from olake_cow.core.checkpoint import (
     DATA_CHECKPOINT_PROPERTY,
     DATA_SNAPSHOT_PROPERTY,
     STAGED_PROPERTY,
+    TRUNCATED_INTO_PROPERTY,
     Marker,
 )
 from olake_cow.core.modes import SourceMode
 from olake_cow.core.planner import TableAsk, describe_table, plan_table
 from olake_cow.core.planner import plan_next as _plan_next
-from olake_cow.core.snapshots import BOUNDARY_KEY, MISSING, Snapshot, TableState
+from olake_cow.core.snapshots import BOUNDARY_KEY, FIRST_BOUNDARY_KEY, MISSING, Snapshot, TableState
 from olake_cow.core.steps import LEFT_FOR_NEXT_RUN, UP_TO_DATE, Blocked, Done, Keep, Merge, Publish, Truncate
 
 pytestmark = pytest.mark.unit
@@ -55,7 +56,7 @@ def published(sid, parent, boundary, uuid=UUID, key="wap.id"):
 
 
 def test_new_source_without_mirror_truncates_first():
-    assert plan_next(source(snap(1, None), snap(2, 1)), MISSING) == Truncate()
+    assert plan_next(source(snap(1, None), snap(2, 1)), MISSING) == Truncate(first_after=2)
 
 
 def test_after_truncate_without_mirror_rebuilds_from_the_boundary_parent():
@@ -162,6 +163,60 @@ def test_expired_checkpoint_with_intact_history_after_it_continues():
 def test_rebuild_is_blocked_when_early_change_sets_were_expired():
     src = source(snap(5, 4), snap(6, 5, boundary=True), snap(7, 6))
     assert isinstance(plan_next(src, MISSING), Blocked)
+
+
+MARKED = {TRUNCATED_INTO_PROPERTY: "ns_cow.t_cow"}
+
+
+def marked_source(*snaps, props=MARKED):
+    return TableState(True, UUID, snaps[-1].snapshot_id, snaps, props)
+
+
+def first_boundary(sid, parent, after):
+    return snap(sid, parent, boundary=True, **{FIRST_BOUNDARY_KEY: str(after)})
+
+
+def test_a_first_build_on_a_table_whose_older_snapshots_were_expired_truncates_then_builds():
+    """OLake's own expiry leaves a table whose history does not reach its creation: no truncate came
+    before (none left, no mark), so the first truncate says it is the first, and the build from it holds
+    every row."""
+    assert plan_next(source(snap(5, 4), snap(6, 5)), MISSING) == Truncate(first_after=6)
+    assert plan_next(marked_source(snap(5, 4), snap(6, 5), first_boundary(7, 6, 6)), MISSING) == merge(7, 6, True)
+    # Iceberg retried the truncate onto OLake's later commit: still the first, planned on 6
+    assert plan_next(marked_source(snap(5, 4), snap(6, 5), snap(8, 6), first_boundary(7, 8, 6)),
+                     MISSING) == merge(7, 8, True)
+
+
+def test_no_mirror_is_built_from_a_truncated_table_whose_truncates_were_expired():
+    """The mirror (the only complete copy) was dropped and OLake's snapshots expired past every
+    truncate: OLake's table still carries the job's mark, so nothing is truncated or built."""
+    step = plan_next(marked_source(snap(5, 4), snap(6, 5)), MISSING)
+    assert isinstance(step, Blocked)
+    assert "ns_cow.t_cow" in step.reason and "Nothing was written or truncated" in step.reason
+    assert "restore it under its name" in step.reason and TRUNCATED_INTO_PROPERTY in step.reason
+    # the same with the mark removed (OLake re-synced the table in full): built from what it holds
+    assert plan_next(marked_source(snap(5, 4), snap(6, 5), props={}), MISSING) == Truncate(first_after=6)
+
+
+def test_a_first_truncate_is_believed_only_while_the_snapshot_it_was_planned_on_is_there():
+    gone = marked_source(snap(7, 6, **{BOUNDARY_KEY: "run", FIRST_BOUNDARY_KEY: "5"}), snap(8, 7))
+    assert isinstance(plan_next(gone, MISSING), Blocked)
+    # another job's boundary before it (the truncate was retried onto it): not the first
+    other = marked_source(snap(5, 4), snap(6, 5, boundary=True), first_boundary(7, 6, 5))
+    assert isinstance(plan_next(other, MISSING), Blocked)
+    unflagged = marked_source(snap(5, 4), snap(6, 5), snap(7, 6, boundary=True))
+    assert isinstance(plan_next(unflagged, MISSING), Blocked)
+
+
+def test_only_a_table_never_truncated_gets_a_first_truncate():
+    m = mirror(published(10, None, 2))
+    # the mirror's checkpoint was expired with the boundaries: incremental, not a first truncate
+    assert plan_next(marked_source(snap(3, 2), snap(4, 3)), m) == Truncate()
+    # a whole history with a boundary: not the first
+    assert plan_next(source(snap(1, None), snap(2, 1, boundary=True), snap(3, 2)), m) == Truncate()
+    # rolled back before the only truncate (still in the metadata, not in the history): the first again
+    rolled = TableState(True, UUID, 2, (snap(1, None), snap(2, 1), snap(3, 2, boundary=True)), MARKED)
+    assert plan_next(rolled, MISSING) == Truncate(first_after=2)
 
 
 def test_expired_change_set_blocks():

@@ -5,6 +5,9 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 # Summary key the job sets on the source truncate that closes a change set (truncate mode only).
 BOUNDARY_KEY = "olake-cow.boundary"
+# On a table's first truncate only: the snapshot it was planned on, when no truncate came before it
+# (core/truncate.py). A first build after older snapshots were expired may start there.
+FIRST_BOUNDARY_KEY = "olake-cow.first-boundary-after"
 
 
 class Operation(str, Enum):

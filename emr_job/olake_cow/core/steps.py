@@ -37,7 +37,11 @@ class Publish:
 
 @dataclass(frozen=True)
 class Truncate:
-    """Truncate mode: close the open change set by truncating the source (a new boundary)."""
+    """Truncate mode: close the open change set by truncating the source (a new boundary).
+    `first_after`: the source snapshot it is planned on, when no truncate came before it (the
+    boundary records it: core/truncate.py); None otherwise."""
+
+    first_after: Optional[int] = None
 
 
 @dataclass(frozen=True)

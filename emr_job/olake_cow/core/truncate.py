@@ -10,9 +10,9 @@ Source history, oldest first:  s1 s2 s3 T1 s4 s5 T2 s6
 from dataclasses import dataclass
 from typing import List, Optional, Tuple, Union
 
-from .checkpoint import Marker, find_checkpoint, job_staged
+from .checkpoint import TRUNCATED_INTO_PROPERTY, Marker, find_checkpoint, job_staged, truncated_into
 from .identity import changes_on_publish, foreign_change, mirror_ground_problem, restore_advice
-from .snapshots import Snapshot, Summary, TableState, ancestors
+from .snapshots import FIRST_BOUNDARY_KEY, Snapshot, Summary, TableState, ancestors
 from .steps import LEFT_FOR_NEXT_RUN, NO_SNAPSHOTS, UP_TO_DATE, Blocked, Done, Keep, Merge, Publish, Step, Truncate
 
 
@@ -48,11 +48,8 @@ def _start(source: TableState, mirror: TableState, chain: List[Snapshot], comple
     if checkpoint is not None and (checkpoint.source_uuid != source.uuid or checkpoint.sequence_number is not None):
         checkpoint = None  # the source was dropped and recreated: rebuild from the new table
     if checkpoint is None:
-        if not complete and any(s.is_boundary for s in chain):
-            return Blocked(
-                "the mirror has no checkpoint for this source table and the source's history before "
-                f"snapshot {chain[0].snapshot_id} was expired, so earlier change sets are gone; "
-                "the mirror cannot be rebuilt from the source")
+        if not complete and not _holds_every_row(source, chain):
+            return Blocked(_unbuildable(source, chain))
         return 0, True
     ids = [s.snapshot_id for s in chain]
     if checkpoint.snapshot_id in ids:
@@ -61,6 +58,43 @@ def _start(source: TableState, mirror: TableState, chain: List[Snapshot], comple
             resume and source.snapshot(checkpoint.snapshot_id) is None):
         return 0, False  # the checkpoint was expired; everything after it that is left is merged
     return Blocked(_lost_checkpoint(source, checkpoint.snapshot_id))
+
+
+def _holds_every_row(source: TableState, chain: List[Snapshot]) -> bool:
+    """Whether a build from what is left of the source's expired history holds every row OLake
+    wrote: no truncate came before it (none is left in it and OLake's table carries no truncate-mode
+    mark, which outlives the expiry), or the earliest boundary left is the table's first truncate and
+    the snapshot it was planned on is still there (a truncate whose commit Iceberg retried onto
+    another job's boundary is then seen, not taken for the first)."""
+    boundaries = [s for s in chain if s.is_boundary]
+    if not boundaries:
+        return not truncated_into(source)
+    earliest = chain.index(boundaries[0])
+    after = boundaries[0].summary.get(FIRST_BOUNDARY_KEY)
+    return after is not None and after in {str(s.snapshot_id) for s in chain[:earliest]}
+
+
+def _unbuildable(source: TableState, chain: List[Snapshot]) -> str:
+    """Why no mirror is built now, and what to do: earlier truncates moved rows out of OLake's table
+    and the snapshots that held them were expired."""
+    into = truncated_into(source)
+    whose = f"its mirror {into}" if into else "its mirror"
+    return (f"the mirror has no checkpoint (it is missing or was made anew), OLake's table has been truncated into "
+            f"{whose}, and its snapshots before {chain[0].snapshot_id} were expired: rows a truncate moved out before "
+            "then are in no snapshot left, so a mirror built now could lack them. Nothing was written or truncated. "
+            "If the mirror was dropped, restore it under its name (a table dropped without purge keeps its files: "
+            "register its last metadata file), then run again; if OLake has re-synced the table in full since, "
+            f"remove its mark (ALTER TABLE <OLake's table> UNSET TBLPROPERTIES ('{TRUNCATED_INTO_PROPERTY}')), then "
+            "run again")
+
+
+def first_truncate_base(source: TableState) -> Optional[int]:
+    """The source snapshot a truncate planned now closes on, when no truncate came before it: its
+    history holds no boundary, whole or with no truncate-mode mark on OLake's table; else None."""
+    chain, complete = ancestors(source)
+    if any(s.is_boundary for s in chain) or (not complete and truncated_into(source)):
+        return None
+    return source.current_id
 
 
 def _lost_checkpoint(source: TableState, checkpoint_id: int) -> str:
@@ -103,7 +137,7 @@ def plan(source: TableState, mirror: TableState, may_close: bool = True, rebuild
                 return Publish(staged.snapshot_id, merge)
         return merge
     if pos.open_changes:
-        return Truncate() if may_close else Done(LEFT_FOR_NEXT_RUN)
+        return Truncate(first_truncate_base(source)) if may_close else Done(LEFT_FOR_NEXT_RUN)
     if source.current_id is None:
         return Done(NO_SNAPSHOTS)
     return Done(UP_TO_DATE)

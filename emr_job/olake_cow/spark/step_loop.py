@@ -205,7 +205,8 @@ def _carry_out(loop: StepLoop, step: steps.Step, source: TableState, mirror: Tab
         loop.run_publish(step, source, mirror)
     elif isinstance(step, steps.Truncate):
         with Clock(result, "committing"):
-            bid = boundary.close_change_set(job.catalog, opts.source_namespace, job.table, opts.run_id, result.mirror)
+            bid = boundary.close_change_set(job.catalog, opts.source_namespace, job.table, opts.run_id, result.mirror,
+                                            step.first_after)
         result.truncated += 1
         job.say("closed the open change set: boundary snapshot %s", bid)
     elif isinstance(step, steps.Advance):
