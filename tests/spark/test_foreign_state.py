@@ -131,6 +131,30 @@ def test_a_change_someone_made_on_a_truncate_mirror_is_kept_only_when_asked(tlak
     assert table_snapshot(lake, lake.mirror_q("t")) == before
 
 
+def test_maintenance_never_expires_the_restore_point_of_a_truncate_mirror_someone_changed(tlake):
+    """An accident on the only complete copy (a user's DELETE of many rows on a truncate mirror): a
+    maintenance-only run with a zero retention expires none of the mirror's snapshots, so the job's
+    last commit, which the refusal names, is still there; rolling back to it (the advice) loses no row."""
+    lake = tlake
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
+    assert lake.run() == 0
+    job_last = lake.mirror("t").current_id
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id < '5'")
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200}])
+    before = table_snapshot(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary("--maintenance-only", "--expire-mirror-older-than", "0")
+    assert code == 0 and result["maintenance"]["snapshots_expired"] == 0, result
+    assert any("were not expired" in n for n in result["maintenance"]["notes"]), result
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+    code, result = lake.run_summary("--expire-mirror-older-than", "0")
+    assert code == 1 and str(job_last) in result["error"], result  # the merge is refused, naming it
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {job_last})")
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=("pyiceberg",))
+
+
 def test_a_delete_mode_change_rebuilds_a_readonly_mirror(rlake):
     lake = rlake
     make(lake)

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from olake_cow.core.checkpoint import Marker
 from olake_cow.core.maintenance import (
     COMPACTED_PROPERTY,
     EXPIRY_SKIPPED_PROPERTY,
@@ -12,6 +13,7 @@ from olake_cow.core.maintenance import (
     MANIFESTS_PROPERTY,
     MaintenanceOptions,
     maintenance_due,
+    mirror_expiry_problem,
 )
 from olake_cow.core.snapshots import Snapshot, TableState, state_from_metadata
 from olake_trigger.decide import (
@@ -85,7 +87,10 @@ def snap(sid, ts_h, parent=None, **summary):
 
 
 def table(*snaps, props=None):
-    return TableState(True, "u", snaps[-1].snapshot_id, snaps, props or {})
+    """A table whose every commit is the job's publish (a mirror as the job left it)."""
+    ours = tuple(dataclasses.replace(s, summary={**s.summary, "wap.id": Marker("src", s.snapshot_id, 1).wap_id})
+                 for s in snaps)
+    return TableState(True, "u", snaps[-1].snapshot_id, ours, props or {})
 
 
 NOW = 1000 * HOUR
@@ -161,11 +166,14 @@ def test_expiry_is_not_due_for_old_snapshots_a_branch_or_tag_keeps():
     # Iceberg's expiry never removes a snapshot a tag or another branch's head points at: a user's
     # tag on an old snapshot would otherwise keep expiry due, and start a run, at every schedule.
     def meta(refs):
-        return {"current-snapshot-id": 3, "refs": refs, "snapshots": [
-            {"snapshot-id": 1, "timestamp-ms": 100 * HOUR, "summary": {"operation": "append"}},
-            {"snapshot-id": 2, "parent-snapshot-id": 1, "timestamp-ms": 200 * HOUR, "summary": {"operation": "append"}},
+        def job(sid):
+            return {"operation": "append", "wap.id": Marker("src", sid, 1).wap_id}
+
+        return {"format-version": 2, "current-snapshot-id": 3, "refs": refs, "snapshots": [
+            {"snapshot-id": 1, "timestamp-ms": 100 * HOUR, "summary": job(1)},
+            {"snapshot-id": 2, "parent-snapshot-id": 1, "timestamp-ms": 200 * HOUR, "summary": job(2)},
             {"snapshot-id": 3, "parent-snapshot-id": 2, "timestamp-ms": 999 * HOUR,
-             "summary": {"operation": "append", "total-data-files": "1", "total-files-size": str(2**30)}}]}
+             "summary": {**job(3), "total-data-files": "1", "total-files-size": str(2**30)}}]}
 
     opts = MaintenanceOptions(expire_mirror_hours=24)
     source = table(snap(1, 999))
@@ -175,6 +183,20 @@ def test_expiry_is_not_due_for_old_snapshots_a_branch_or_tag_keeps():
     assert maintenance_due(opts, source, state_from_metadata(meta(main)), None, NOW, dv=False) == ["expire_mirror"]
     assert maintenance_due(opts, source, state_from_metadata(meta(kept)), None, NOW, dv=False) == []
     assert state_from_metadata(meta(kept)).referenced == {1, 2, 3}
+
+
+def test_a_mirror_someone_changed_is_not_due_for_expiry():
+    """Its older snapshots keep the job's last commit, which the refusal's advice restores (a truncate
+    mirror is the only complete copy): the job skips that expiry, so the trigger sees none due."""
+    source = table(snap(1, 999))
+    opts = MaintenanceOptions(expire_mirror_hours=24)
+    snaps = (snap(9, 10), snap(10, 995, 9, total_data_files=1, total_files_size=200 * 2**20))
+    assert maintenance_due(opts, source, table(*snaps), None, NOW, dv=False) == ["expire_mirror"]
+    users = Snapshot(11, 10, 996 * HOUR, "delete", {"total-data-files": "1", "total-files-size": str(2**27)}, 11)
+    changed = table(*snaps)
+    changed = dataclasses.replace(changed, current_id=11, snapshots=changed.snapshots + (users,))
+    assert maintenance_due(opts, source, changed, None, NOW, dv=False) == []
+    assert "were not expired" in str(mirror_expiry_problem(source, changed))
 
 
 def test_compaction_is_due_for_small_files_and_folding_for_deletion_vectors():

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import ConfigError
 from .filesize import mirror_target_bytes, range_file_bytes
-from .identity import ground_known_foreign
+from .identity import foreign_change, ground_known_foreign
 from .snapshots import Snapshot, Summary, TableState, ancestors
 
 HOUR_MS = 3600 * 1000
@@ -156,6 +156,18 @@ def source_cutoff(now_ms: int, retention_h: float, floor: Optional[Snapshot]) ->
     return wanted, None
 
 
+def mirror_expiry_problem(source: TableState, mirror: TableState) -> Optional[str]:
+    """Why the mirror's snapshots are not expired now (None: they may be): it is not as the job left
+    it (core/identity.py foreign_change), and its older snapshots hold the job's last commit, which the
+    refusal's advice restores (a truncate mirror is the only complete copy) and --keep-mirror-changes
+    checks a kept change against."""
+    change = foreign_change(mirror, source)
+    if change is None:
+        return None
+    return (f"the mirror's snapshots were not expired: {change}, and its older snapshots keep the job's last "
+            "commit to restore; nothing was deleted")
+
+
 def mirror_cutoff(now_ms: int, retention_h: float) -> int:
     # The checkpoint also lives in a table property, and the current snapshot is always kept.
     return now_ms - int(retention_h * HOUR_MS)
@@ -282,6 +294,7 @@ def _deleting_due(m: MaintenanceOptions, source: TableState, mirror: TableState,
         due.append("remove_orphans")  # no metadata tells; schedule it rarely, on its own
     if (current is not None and m.expire_mirror_hours is not None and mirror_own
             and _older(mirror, mirror_cutoff(now_ms, m.expire_mirror_hours))
-            and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)):
+            and mirror.properties.get(EXPIRY_SKIPPED_PROPERTY) != str(current.snapshot_id)
+            and mirror_expiry_problem(source, mirror) is None):
         due.append("expire_mirror")
     return due

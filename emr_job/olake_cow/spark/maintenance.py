@@ -2,7 +2,7 @@
 (with the clamps of core/maintenance.py), manifest rewrite, small-file compaction, folding of
 deletion vectors and orphan-file removal."""
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..core.audit import forbidden_deletes
@@ -18,6 +18,7 @@ from ..core.maintenance import (
     compaction_file_bytes,
     left_by_maintenance,
     mirror_cutoff,
+    mirror_expiry_problem,
     source_cutoff,
     timestamp_literal,
 )
@@ -163,7 +164,12 @@ def maintain(session: Any, catalog: IcebergCatalog, pair: TablePair, m: Maintena
         if cutoff is not None:
             worker.expire(pair.source_ns, pair.source, cutoff, out, mirror_pair)
     if mirror.exists:
-        _maintain_mirror(worker, catalog, pair, m, fmt, out, source_pair)
+        expiry_problem = mirror_expiry_problem(source, mirror) if m.expire_mirror_hours is not None else None
+        if expiry_problem:
+            out.notes.append(expiry_problem)
+            say("%s", expiry_problem)
+        _maintain_mirror(worker, catalog, pair, replace(m, expire_mirror_hours=None) if expiry_problem else m, fmt,
+                         out, source_pair)
     if m.remove_orphans_hours is not None:
         older = now_ms - int(m.remove_orphans_hours * HOUR_MS)
         if changes.writes_source:  # a readonly mirror never deletes files of OLake's table
