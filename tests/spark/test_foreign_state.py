@@ -155,6 +155,34 @@ def test_maintenance_never_expires_the_restore_point_of_a_truncate_mirror_someon
     lake.assert_mirror_matches("t", engines=("pyiceberg",))
 
 
+@pytest.mark.parametrize("change", ["DELETE FROM {m} WHERE _olake_id < '5'", "ALTER TABLE {m} ADD COLUMN mine string"])
+def test_an_upgrade_asked_of_a_truncate_mirror_someone_changed_waits_and_nothing_is_written(make_lake, destinations,
+                                                                                              change):
+    """--upgrade-mirror cannot be undone: on a truncate mirror someone changed (a DELETE, a column), the
+    run refuses the mirror as it is and upgrades nothing, so its "nothing was written" holds; once the
+    mirror is rolled back (the advice), the same command upgrades it and merges every row."""
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    job_last = lake.mirror("t").current_id
+    lake.writer.spark.sql(change.format(m=lake.mirror_q("t")))
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200}])
+    before, metadata = table_snapshot(lake, lake.mirror_q("t")), lake.mirror("t").metadata_location
+    upgrade = ("--mirror-format", "dv", "--upgrade-mirror")
+    code, result = lake.run_summary(*upgrade)
+    assert code == 1 and "nothing was written or truncated" in result["error"], result
+    assert any("waits for a run that finds the mirror as the job left it" in n for n in result["notes"]), result
+    assert lake.mirror("t").metadata_location == metadata and lake.mirror("t").format_version == 2
+    assert table_snapshot(lake, lake.mirror_q("t")) == before
+    if "ADD COLUMN" in change:
+        lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} DROP COLUMN mine")
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {job_last})")
+    assert lake.run(*upgrade) == 0
+    lake.fmt = "dv"
+    assert lake.mirror("t").format_version == 3
+    lake.assert_mirror_matches("t", engines=("pyiceberg",))
+
+
 def test_a_delete_mode_change_rebuilds_a_readonly_mirror(rlake):
     lake = rlake
     make(lake)

@@ -31,7 +31,7 @@ from olake_cow.core.identity import (
     restore_advice,
     source_problem,
 )
-from olake_cow.core.modes import SourceMode
+from olake_cow.core.modes import SourceMode, upgrade_waits
 from olake_cow.core.planner import TableAsk, plan_table
 from olake_cow.core.snapshots import MISSING, Snapshot, TableState
 from olake_cow.core.steps import Blocked
@@ -121,6 +121,18 @@ def test_a_rewrite_that_shows_other_rows_than_the_job_published_is_foreign():
     assert foreign_change(mirror(published, rows(2, 1, "replace", 99, 1), **ours)) is None
     legacy = {DATA_CHECKPOINT_PROPERTY: M1, DATA_SNAPSHOT_PROPERTY: "1"}  # a version that recorded no count
     assert foreign_change(mirror(published, rows(2, 1, "replace", 99), **legacy)) is None
+
+
+def test_an_upgrade_in_place_waits_for_a_mirror_as_the_job_left_it():
+    """--upgrade-mirror cannot be undone: it waits while someone's commit or column is on the mirror
+    (the run refuses, rebuilds or keeps it first), not for a format version someone set, which is
+    what the upgrade settles (the refusal of that change advises it)."""
+    ours = {DATA_CHECKPOINT_PROPERTY: M1, DATA_SNAPSHOT_PROPERTY: "1"}
+    assert upgrade_waits(MISSING, mirror(snap(1, None, wap=M1), **ours)) is None
+    changed = mirror(snap(1, None, wap=M1), snap(2, 1, "delete"), **ours)
+    assert "committed by someone else" in str(upgrade_waits(MISSING, changed))
+    set_v3 = dataclasses.replace(mirror(snap(1, None, wap=M1), **ours), format_version=3)
+    assert foreign_change(set_v3) is not None and upgrade_waits(MISSING, set_v3) is None
 
 
 def test_a_dv_mirror_counts_the_rows_its_deletion_vectors_leave():

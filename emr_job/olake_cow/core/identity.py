@@ -136,7 +136,15 @@ def foreign_change(mirror: TableState, source: TableState = MISSING) -> Optional
     newest marker."""
     if not mirror.exists or mirror.current_id is None:
         return None
-    return _history_change(mirror) or _column_change(source, mirror) or _format_change(mirror)
+    return content_change(mirror, source) or _format_change(mirror)
+
+
+def content_change(mirror: TableState, source: TableState = MISSING) -> Optional[str]:
+    """foreign_change less a format version someone set (which an upgrade in place settles): its
+    current snapshot or its columns are not as the job left them."""
+    if not mirror.exists or mirror.current_id is None:
+        return None
+    return _history_change(mirror) or _column_change(source, mirror)
 
 
 def _history_change(mirror: TableState) -> Optional[str]:

@@ -17,6 +17,7 @@ from typing import Optional, Tuple
 from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
 from .errors import ConfigError, MirrorFormatError, SourceModeError
 from .formats import FORMATS, MirrorFormat
+from .identity import content_change
 from .snapshots import TableState, ancestors
 
 
@@ -165,6 +166,17 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
         "back to format version 2, so it must be rebuilt: in readonly mode mirror into another namespace with "
         "--mirror-format cow (--cow-namespace), which builds a new mirror from OLake's table; in truncate mode the "
         "mirror is the only complete copy, so keep it as it is. Or omit --mirror-format to keep dv.")
+
+
+def upgrade_waits(source: TableState, mirror: TableState) -> Optional[str]:
+    """Why an asked upgrade in place (--upgrade-mirror) is not made this run (None: it is): the
+    mirror's rows or columns are not as the job left them, and this run's plan rebuilds, refuses or
+    keeps it first. The upgrade cannot be undone, so a run that refuses the mirror must not make it."""
+    change = content_change(mirror, source)
+    if change is None:
+        return None
+    return (f"the upgrade to dv (--upgrade-mirror) waits for a run that finds the mirror as the job left it "
+            f"({change}): the mirror was not upgraded")
 
 
 class DeleteMode(str, Enum):

@@ -154,7 +154,7 @@ def _changed_mirror(source: TableState, mirror: TableState, repair: str, rebuild
     checkpoint = find_checkpoint(mirror) if keep and kept else None
     if kept and checkpoint is not None:
         return Keep(checkpoint, kept)
-    may_keep = (" Or, to keep that change as the mirror's content (it was made on the job's last commit), run "
+    may_keep = (". Or, to keep that change as the mirror's content (it was made on the job's last commit), run "
                 "once with --keep-mirror-changes") if kept else ""
     return Blocked(f"{repair}. In truncate mode OLake's table holds only the changes since the last run and the "
                    "mirror is the only complete copy, so it is not rebuilt: nothing was written or truncated. "

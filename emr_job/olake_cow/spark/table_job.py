@@ -13,9 +13,10 @@ from typing import Any, Optional, Tuple
 from ..core.checkpoint import find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import ForeignMirrorError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
+from ..core.formats import MirrorFormat
 from ..core.identifiers import MIRROR_SUFFIX, qualified
 from ..core.identity import ownership, source_problem
-from ..core.modes import SourceMode, resolve_format, resolve_mode
+from ..core.modes import SourceMode, built_format, resolve_format, resolve_mode, upgrade_waits
 from ..core.options import JobOptions
 from ..core.planner import rebuild_reason, repair_reason
 from ..core.readonly import other_truncates_note
@@ -98,8 +99,7 @@ class TableJob:
             if self._skipped(source, mirror):  # checked before anything is read or committed
                 return self.result
             mode = self._mode(source, mirror)
-            fmt, upgrade = resolve_format(mirror, self.opts.mirror_format, self.opts.upgrade_mirror,
-                                          self.result.mirror)
+            fmt, upgrade = _format(source, mirror, self.opts, self.result)
             path = path_for(mode, fmt)  # the one place a table's (mode, format) is resolved
             self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
             if upgrade and not self.opts.dry_run:
@@ -189,6 +189,18 @@ class TableJob:
             self.result.fail(OlakeCowError(text), text)
             self.result.status = TableStatus.VERIFY_FAILED
 
+
+
+def _format(source: TableState, mirror: TableState, opts: JobOptions, result: TableResult) -> Tuple[MirrorFormat, bool]:
+    """(the table's mirror format this run, whether it upgrades the mirror in place first): an asked
+    upgrade waits while the mirror is not as the job left it (noted), the plan deals with that first."""
+    fmt, upgrade = resolve_format(mirror, opts.mirror_format, opts.upgrade_mirror, result.mirror)
+    waits = upgrade_waits(source, mirror) if upgrade else None
+    if waits:
+        result.notes.append(waits)
+        log.info("[%s] %s", result.table, waits)
+        return built_format(mirror) or fmt, False
+    return fmt, upgrade
 
 
 def _other_truncates_note(source: TableState, mirror: TableState, mode: SourceMode, name: str) -> Optional[str]:
