@@ -231,11 +231,6 @@ def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_l
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
-def expire_all_but_current(lake):
-    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
-                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
-
-
 def test_a_first_truncate_build_of_a_table_whose_older_snapshots_were_expired_holds_every_row(tlake):
     """OLake's table as a truncate mirror first meets it: its early snapshots expired (by OLake or a
     user), never truncated. The first truncate is the table's first, so the mirror is built from it."""
@@ -244,7 +239,7 @@ def test_a_first_truncate_build_of_a_table_whose_older_snapshots_were_expired_ho
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
                              {"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "40", "_op_type": "c", "v": 40}])
     lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 33}])
-    expire_all_but_current(lake)
+    expire_source(lake)  # the table was never truncated: no boundary either way
     assert not trigger_check(lake).blocked
     code, result = lake.run_summary()
     assert code == 0 and result["status"] == "merged", result

@@ -89,8 +89,9 @@ def _unbuildable(source: TableState, chain: List[Snapshot]) -> str:
 
 
 def first_truncate_base(source: TableState) -> Optional[int]:
-    """The source snapshot a truncate planned now closes on, when no truncate came before it: its
-    history holds no boundary, whole or with no truncate-mode mark on OLake's table; else None."""
+    """The source snapshot a truncate planned now closes on, when no truncate came before it (no
+    boundary in its history, and that history whole or OLake's table without the truncate-mode
+    mark); else None."""
     chain, complete = ancestors(source)
     if any(s.is_boundary for s in chain) or (not complete and truncated_into(source)):
         return None

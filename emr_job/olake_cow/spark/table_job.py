@@ -190,7 +190,6 @@ class TableJob:
             self.result.status = TableStatus.VERIFY_FAILED
 
 
-
 def _format(source: TableState, mirror: TableState, opts: JobOptions, result: TableResult) -> Tuple[MirrorFormat, bool]:
     """(the table's mirror format this run, whether it upgrades the mirror in place first): an asked
     upgrade waits while the mirror is not as the job left it (noted), the plan deals with that first."""
