@@ -90,7 +90,8 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
                                                                                       engine):
     """A rebuild reads OLake's table as it is now; after another job's truncates it no longer holds the
     rows that job moved out, so a rebuild (another --delete-mode, someone's commit to the mirror) is
-    refused, the mirror is kept, and following the advice loses nothing."""
+    refused, the mirror is kept, and following the advice loses nothing. Asked to switch to truncate
+    mode, the job never advises dropping it (the rows it keeps would go, and the build after refused)."""
     lake = make_lake(destinations["jdbc"], "jdbc", "readonly")
     lake.engine = engine
     make(lake)
@@ -103,6 +104,9 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
     code, result = lake.run_summary("--delete-mode", "hard")
     assert code == 1 and "another olake-cow job truncates" in result["error"], result
     assert "nothing was written" in result["error"] and keeps_data(result["error"]), result["error"]
+    assert kept(lake, lake.mirror_q("t")) == before
+    code, result = lake.run_summary("--source-mode", "truncate", "--engine", "auto")  # never "drop it" to switch
+    assert code == 2 and "cannot switch to truncate" in result["error"] and keeps_data(result["error"]), result
     assert kept(lake, lake.mirror_q("t")) == before
     lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id IN ('3', '4')")  # someone's commit
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}])

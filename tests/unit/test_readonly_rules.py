@@ -225,6 +225,28 @@ def test_an_existing_mirror_keeps_its_mode_and_refuses_the_other():
         resolve_mode(src, mirror(2), SourceMode.TRUNCATE, "ns_cow.t_cow")
 
 
+def test_a_readonly_mirror_of_a_table_another_job_truncates_is_never_advised_to_be_dropped():
+    """Dropping it to switch to truncate would lose the rows it keeps that OLake's table no longer
+    holds, and the truncate build after would be refused anyway: the advice says to keep it, whether
+    the other job's truncate is in OLake's history, recorded on the mirror, or only marked on
+    OLake's table (its snapshots expired)."""
+    from dataclasses import replace
+
+    from olake_cow.core.checkpoint import OTHER_TRUNCATE_PROPERTY, TRUNCATED_INTO_PROPERTY
+
+    truncated = source(*chain(1, 2), snap(3, 2, "delete", **{BOUNDARY_KEY: "run"}), snap(4, 3))
+    marked = replace(source(*chain(4, 5)), properties={TRUNCATED_INTO_PROPERTY: "ns_other.t_cow"})
+    for src, mir, where in ((truncated, mirror(4), "source snapshot 3"),
+                            (source(*chain(4, 5)), mirror(4, props={OTHER_TRUNCATE_PROPERTY: f"{UUID}/3"}),
+                             "source snapshot 3"),
+                            (marked, mirror(4), "into its mirror ns_other.t_cow")):
+        with pytest.raises(SourceModeError) as refused:
+            resolve_mode(src, mir, SourceMode.TRUNCATE, "ns_cow.t_cow")
+        advice = str(refused.value)
+        assert "cannot switch to truncate" in advice and where in advice, advice
+        assert "drop" not in advice.replace("do not drop", ""), advice
+
+
 def test_mirrors_from_before_the_mode_property_are_truncate_mode():
     legacy = TableState(True, "m", 900, (Snapshot(900, None, 900, "overwrite", {"wap.id": Marker(UUID, 7).wap_id}),))
     assert built_mode(source(*chain(1, 2)), legacy) == SourceMode.TRUNCATE

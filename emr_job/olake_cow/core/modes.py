@@ -18,6 +18,7 @@ from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, TRUNCATED_INTO_PROPERTY,
 from .errors import ConfigError, MirrorFormatError, SourceModeError
 from .formats import FORMATS, MirrorFormat
 from .identity import content_change
+from .readonly import truncated_by_another
 from .snapshots import TableState, ancestors
 
 
@@ -81,7 +82,7 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
             raise SourceModeError(truncated_elsewhere_advice(into, mirror_name))
         return requested or DEFAULT_SOURCE_MODE
     if requested is not None and requested != built:
-        raise SourceModeError(switch_advice(mirror_name, built, requested))
+        raise SourceModeError(switch_advice(mirror_name, built, requested, truncated_by_another(source, mirror)))
     return built
 
 
@@ -111,7 +112,9 @@ def truncated_elsewhere_advice(into: str, mirror_name: str) -> str:
             f"<OLake's table> UNSET TBLPROPERTIES ('{TRUNCATED_INTO_PROPERTY}')), then run again")
 
 
-def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode) -> str:
+def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode, elsewhere: str = "") -> str:
+    """Why a run does not switch the mirror's mode, and how to switch it without losing a row.
+    `elsewhere`: where another olake-cow job's truncates of OLake's table show (readonly.py)."""
     head = (f"{mirror_name} was built in {built.value} mode and a run does not change that "
             f"(--source-mode {requested.value} was asked); omit --source-mode to keep {built.value}. ")
     if built == SourceMode.TRUNCATE:
@@ -119,6 +122,11 @@ def switch_advice(mirror_name: str, built: SourceMode, requested: SourceMode) ->
                        "truncate and this mirror is the only complete copy, so keep it as it is; have OLake "
                        "re-sync the table (full refresh), then mirror it with --source-mode readonly into another "
                        "namespace (--cow-namespace).")
+    if elsewhere:  # this mirror holds rows OLake's table lost to them, and a truncate build would be refused
+        return head + (f"It cannot switch to truncate: another olake-cow job truncates OLake's table ({elsewhere}), "
+                       "so this mirror keeps rows OLake's table no longer holds. Keep it as it is: a truncate-mode "
+                       "mirror built from OLake's table would lack those rows, and the job refuses to build one. "
+                       "That job's mirror is the table's truncate-mode copy.")
     return head + ("To switch to truncate (OLake's table then only keeps the changes since the last run): "
                    "drop the mirror and run with --source-mode truncate; that run rebuilds it.")
 
