@@ -253,6 +253,37 @@ def test_a_first_truncate_build_of_a_table_whose_older_snapshots_were_expired_ho
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
+def test_two_runs_at_once_on_a_first_truncate_build_after_expiry_lose_no_row(tlake, monkeypatch):
+    """The first-build rule above, with a second run (a user's beside the schedule's) going start to
+    end between the first run's plan and its truncate: Iceberg retries the first run's truncate onto
+    the second's boundary, both flagged as first. The second run's build holds every row, the first
+    run finds the mirror past its change sets, and no row is lost or put in twice."""
+    from olake_cow.spark import boundary
+
+    lake = tlake
+    make(lake)
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "2", "_op_type": "d"}, {"_olake_id": "40", "_op_type": "c", "v": 40}])
+    expire_source(lake)
+    real, raced = boundary.close_change_set, []
+
+    def racing(*args, **kwargs):
+        if not raced:
+            raced.append(None)  # before it runs: its own truncate comes through here
+            raced[0] = lake.run("--engine", "spark")  # the second run, start to end
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(boundary, "close_change_set", racing)
+    code, result = lake.run_summary("--engine", "spark")
+    monkeypatch.undo()
+    assert raced == [0] and code == 0, result
+    assert len(boundaries(lake)) == 2  # both truncates committed, one on the other
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "u", "v": 44}])
+    assert lake.run() == 0 and not trigger_sees_work(lake)
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
 def test_a_dropped_truncate_mirror_is_not_built_again_from_what_olakes_expired_table_holds(make_lake, destinations):
     """The mirror of a truncate job, the only complete copy, is dropped and OLake's snapshots are
     expired past every truncate: a mirror built from OLake's table would lack every row moved out
