@@ -470,18 +470,29 @@ def test_a_mirror_namespace_given_as_a_source_is_refused_table_by_table(rlake):
     assert not lake.tables.namespace_exists(lake.ns + "_again") or not lake.tables.list_tables(lake.ns + "_again")
 
 
-def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_loses_nothing(make_lake, destinations):
+@pytest.mark.parametrize("change", ["commit", "rollback"])
+def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_loses_nothing(make_lake, destinations,
+                                                                                          change):
+    """`rollback`: someone rolled the mirror back past the job's last commit, which is then no ancestor
+    of the current snapshot for Iceberg's rollback_to_snapshot to reach: the advice names
+    set_current_snapshot (before: a rollback Iceberg refused, 'not an ancestor of the current state')."""
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
     assert lake.run() == 0
-    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id IN ('3', '4')")  # someone's commit
+    if change == "commit":
+        lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id IN ('3', '4')")  # someone's commit
+    else:
+        first = ancestors(lake.mirror("t"))[0][0].snapshot_id
+        lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {first})")
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}, {"_olake_id": "60", "_op_type": "c"}])
     code, result = lake.run_summary()
-    assert code == 1 and "committed by someone else" in result["error"] and keeps_data(result["error"])
-    snapshot = re.search(r"rollback_to_snapshot\('<mirror>', (\d+)\)", result["error"]).group(1)
-    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
+    assert code == 1 and keeps_data(result["error"]), result
+    procedure, snapshot = re.search(r"(rollback_to_snapshot|set_current_snapshot)\('<mirror>', (\d+)\)",
+                                    result["error"]).groups()
+    assert procedure == ("rollback_to_snapshot" if change == "commit" else "set_current_snapshot"), result["error"]
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.{procedure}('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, and the source's new changes merged
     lake.assert_mirror_matches("t", engines=ONE_READER)
 

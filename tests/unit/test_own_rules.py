@@ -141,6 +141,13 @@ def test_a_truncate_mirror_someone_changed_is_refused_with_advice_that_keeps_it(
     assert "Do not drop the mirror" in step.reason and "nothing was written or truncated" in step.reason
 
 
+def test_a_mirror_rolled_back_past_the_jobs_commit_is_advised_the_call_that_reaches_it():
+    """Iceberg's rollback_to_snapshot reaches only an ancestor of the current snapshot."""
+    rolled = ours(snap(4, None), snap(5, 4, wap=M1), current=4)
+    assert "set_current_snapshot('<mirror>', 5)" in restore_advice(rolled)
+    assert "rollback_to_snapshot" not in restore_advice(rolled)
+
+
 @pytest.mark.parametrize("props, found", [
     ({}, None),
     ({"gc.enabled": "false"}, "gc.enabled=false"),

@@ -316,11 +316,22 @@ def restore_advice(mirror: TableState) -> str:
     published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
     left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data
             and (published is None or is_snapshot(s, published))]
-    where = (f"mirror snapshot {left[-1].snapshot_id} holds every row as the job left it: roll the mirror back to it "
-             f"(CALL <catalog>.system.rollback_to_snapshot('<mirror>', {left[-1].snapshot_id})), " if left else "")
+    where = (f"mirror snapshot {left[-1].snapshot_id} holds every row as the job left it: "
+             f"{_back_to(mirror, left[-1])}, " if left else "")
     return (f"To resume, {where}undo the change (rename a column back, restore a property; a column dropped "
             "from the mirror keeps its values in the job's snapshots: read them with VERSION AS OF) and run again. "
             "Do not drop the mirror: it is the only complete copy")
+
+
+def _back_to(mirror: TableState, snap: Snapshot) -> str:
+    """The call that makes `snap` the mirror's current snapshot again. Iceberg rolls back only to an
+    ancestor of the current snapshot; after someone rolled the mirror back past the job's commit,
+    that commit is a descendant, which set_current_snapshot reaches."""
+    if any(s.snapshot_id == snap.snapshot_id for s in ancestors(mirror)[0]):
+        return (f"roll the mirror back to it (CALL <catalog>.system.rollback_to_snapshot('<mirror>', "
+                f"{snap.snapshot_id}))")
+    return (f"make it the mirror's current snapshot again (CALL <catalog>.system.set_current_snapshot('<mirror>', "
+            f"{snap.snapshot_id}): someone rolled the mirror back past it, so it is not an ancestor to roll back to)")
 
 
 def delete_mode_change(mirror: TableState, requested: str) -> Optional[str]:
