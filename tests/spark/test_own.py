@@ -235,6 +235,35 @@ def test_a_truncate_mirror_after_olakes_snapshots_were_expired_resumes_without_l
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
+def test_a_resume_after_olake_compacted_and_expired_its_table_reads_only_files_still_there(make_lake, destinations):
+    """Another tool's compactions drop the change set's equality-delete files, and an expiry then
+    deletes them with the snapshots that added them: only the compactions' entries removing them are
+    left. The resume reads the delete files that are still there (before: it read those entries'
+    files too and failed on a file that does not exist, at every run)."""
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
+                             {"_olake_id": "40", "_op_type": "c", "v": 40}])
+    assert lake.run() == 0
+    lake.writer.commit("t", [{"_olake_id": "2", "_op_type": "u", "v": 200, "s": "y"}])
+    lake.writer.rewrite_files("t")
+    lake.writer.rewrite_files("t")  # drops the equality deletes no data file is older than
+    assert lake.source("t").snapshot(lake.source("t").current_id).summary_int("removed-delete-files") > 0
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.expire_snapshots(table => '{lake.ns}.t', "
+                          f"older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)")
+    lake.writer.rewrite_files("t")
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300, "s": "z"}])
+    code, result = lake.run_summary()
+    assert code == 1 and "--resume-from-source" in result["error"], result
+    code, result = lake.run_summary("--resume-from-source")  # the advice
+    assert code == 0 and any("resumed from what OLake's table still holds" in n for n in result["notes"]), result
+    lake.assert_mirror_matches("t", engines=ONE_READER)  # what was dropped were the updates' own deletes
+    lake.writer.commit("t", [{"_olake_id": "4", "_op_type": "d"}])
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
 def test_a_first_truncate_build_of_a_table_whose_older_snapshots_were_expired_holds_every_row(tlake):
     """OLake's table as a truncate mirror first meets it: its early snapshots expired (by OLake or a
     user), never truncated. The first truncate is the table's first, so the mirror is built from it."""

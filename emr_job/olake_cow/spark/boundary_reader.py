@@ -12,6 +12,7 @@ from .scan_tasks import FileRef
 _COLUMNS = ("file_path AS path", "file_format AS format", "file_size_in_bytes AS size",
             "record_count AS records", "equality_ids AS eq")
 Row = Any  # pyspark.sql.Row
+_REMOVED = 2  # a manifest entry's status: the file was removed by the entry's snapshot
 
 
 class BoundaryReader(SnapshotReader):
@@ -47,16 +48,24 @@ class BoundaryReader(SnapshotReader):
             f"VERSION AS OF {int(snapshot_id)} WHERE content = {EQUALITY_DELETES}").collect()
 
     def _dropped_equality_deletes(self, window: Sequence[int], live: set, cs: ChangeSet) -> List[Row]:
-        """Equality-delete files the window's snapshots added that a rewrite dropped since."""
+        """Equality-delete files the window's snapshots added that a rewrite dropped since. One known
+        only by the entry that removed it (the snapshot that added it was expired: a run with
+        --resume-from-source) is read while its file exists: the expiry deletes such a file, and its
+        deletes are then among the changes OLake's table no longer holds."""
         if not window:
             return []
         metrics = f"readable_metrics.{quote(KEY)}"
         rows = self.session.sql(
-            f"SELECT DISTINCT {', '.join('data_file.' + c for c in _COLUMNS)}, "
+            f"SELECT DISTINCT status, {', '.join('data_file.' + c for c in _COLUMNS)}, "
             f"{metrics}.lower_bound AS lo, {metrics}.upper_bound AS hi "
             f"FROM {self.source.sql_name}.{quote('all_entries')} WHERE data_file.content = {EQUALITY_DELETES} "
             f"AND snapshot_id IN ({', '.join(str(int(s)) for s in window)})").collect()
-        dropped = list({r["path"]: r for r in rows if r["path"] not in live}.values())
+        added = {r["path"] for r in rows if r["status"] != _REMOVED}
+        removed_only = {r["path"] for r in rows if r["path"] not in added and r["path"] not in live}
+        if removed_only:
+            io = self.catalog.load(self.source.namespace, self.source.table).io()
+            removed_only = {p for p in removed_only if not io.newInputFile(p).exists()}
+        dropped = list({r["path"]: r for r in rows if r["path"] not in live and r["path"] not in removed_only}.values())
         cs.count_read(len(dropped), sum(int(r["size"] or 0) for r in dropped),
                       sum(int(r["records"] or 0) for r in dropped))
         return dropped
