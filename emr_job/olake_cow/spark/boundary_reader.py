@@ -62,10 +62,12 @@ class BoundaryReader(SnapshotReader):
             f"AND snapshot_id IN ({', '.join(str(int(s)) for s in window)})").collect()
         added = {r["path"] for r in rows if r["status"] != _REMOVED}
         removed_only = {r["path"] for r in rows if r["path"] not in added and r["path"] not in live}
+        gone = set()
         if removed_only:
             io = self.catalog.load(self.source.namespace, self.source.table).io()
-            removed_only = {p for p in removed_only if not io.newInputFile(p).exists()}
-        dropped = list({r["path"]: r for r in rows if r["path"] not in live and r["path"] not in removed_only}.values())
+            gone = {p for p in removed_only if not io.newInputFile(p).exists()}
+        skipped = live | gone
+        dropped = list({r["path"]: r for r in rows if r["path"] not in skipped}.values())
         cs.count_read(len(dropped), sum(int(r["size"] or 0) for r in dropped),
                       sum(int(r["records"] or 0) for r in dropped))
         return dropped
