@@ -499,18 +499,28 @@ def test_a_mirror_namespace_given_as_a_source_is_refused_table_by_table(rlake):
     assert not lake.tables.namespace_exists(lake.ns + "_again") or not lake.tables.list_tables(lake.ns + "_again")
 
 
-@pytest.mark.parametrize("change", ["commit", "rollback"])
+@pytest.mark.parametrize("change", ["commit", "rollback", "commit-after-compaction"])
 def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_loses_nothing(make_lake, destinations,
                                                                                           change):
     """`rollback`: someone rolled the mirror back past the job's last commit, which is then no ancestor
     of the current snapshot for Iceberg's rollback_to_snapshot to reach: the advice names
-    set_current_snapshot (before: a rollback Iceberg refused, 'not an ancestor of the current state')."""
+    set_current_snapshot (before: a rollback Iceberg refused, 'not an ancestor of the current state').
+    `commit-after-compaction`: the job's maintenance compacted the mirror and expired its commits
+    before someone's commit: the advice names the compaction, which holds the job's rows (before:
+    no snapshot was named)."""
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     make(lake)
     assert lake.run() == 0
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"}])
     assert lake.run() == 0
-    if change == "commit":
+    if change == "commit-after-compaction":
+        for key in ("991", "992", "993"):  # past every key: a small file each, for the compaction to join
+            lake.writer.commit("t", [{"_olake_id": key, "_op_type": "c", "v": int(key)}])
+            assert lake.run() == 0
+        code, result = lake.run_summary("--maintenance-only", "--compact-files", "--expire-mirror-older-than", "0")
+        assert code == 0 and result["maintenance"]["files_compacted"] and result["maintenance"]["snapshots_expired"], (
+            result["maintenance"], result["notes"])
+    if change.startswith("commit"):
         lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id IN ('3', '4')")  # someone's commit
     else:
         first = ancestors(lake.mirror("t"))[0][0].snapshot_id
@@ -520,7 +530,8 @@ def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_lose
     assert code == 1 and keeps_data(result["error"]), result
     procedure, snapshot = re.search(r"(rollback_to_snapshot|set_current_snapshot)\('<mirror>', (\d+)\)",
                                     result["error"]).groups()
-    assert procedure == ("rollback_to_snapshot" if change == "commit" else "set_current_snapshot"), result["error"]
+    assert procedure == ("set_current_snapshot" if change == "rollback" else "rollback_to_snapshot"), result["error"]
+    assert ("a rewrite of the job's last commit" in result["error"]) == (change == "commit-after-compaction")
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.{procedure}('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, and the source's new changes merged
     lake.assert_mirror_matches("t", engines=ONE_READER)

@@ -148,6 +148,25 @@ def test_a_mirror_rolled_back_past_the_jobs_commit_is_advised_the_call_that_reac
     assert "rollback_to_snapshot" not in restore_advice(rolled)
 
 
+@pytest.mark.parametrize("rows, named", [(30, True), (29, False)])
+def test_a_truncate_mirror_whose_last_commit_lives_on_in_a_compaction_is_advised_that_compaction(rows, named):
+    """The job's maintenance compacted the mirror and expired its commits; then someone committed.
+    The compaction right before that commit shows the rows the job left, so it is the one to go
+    back to; one that shows other rows is not named (what it rewrote was someone's)."""
+    from olake_cow.core.checkpoint import DATA_ROWS_PROPERTY
+
+    totals = {"total-records": str(rows), "total-delete-files": "0"}
+    compacted = Snapshot(7, 5, 7000, "replace", {"operation": "replace", **totals}, sequence_number=7)
+    theirs = Snapshot(8, 7, 8000, "overwrite", {"operation": "overwrite", "total-records": "29",
+                                                "total-delete-files": "0"}, sequence_number=8)
+    m = ours(compacted, theirs, props={DATA_ROWS_PROPERTY: "30"})
+    step = plan_table(SRC, m, SourceMode.TRUNCATE, TableAsk())
+    assert isinstance(step, Blocked) and "committed by someone else" in step.reason
+    advice = restore_advice(m)
+    assert ("rollback_to_snapshot('<mirror>', 7)" in advice) == named, advice
+    assert ("a rewrite of the job's last commit" in advice) == named, advice
+
+
 @pytest.mark.parametrize("props, found", [
     ({}, None),
     ({"gc.enabled": "false"}, "gc.enabled=false"),
