@@ -155,6 +155,32 @@ def test_maintenance_never_expires_the_restore_point_of_a_truncate_mirror_someon
     lake.assert_mirror_matches("t", engines=("pyiceberg",))
 
 
+def test_maintenance_of_a_cow_mirror_holding_someones_position_deletes_blames_no_one_and_keeps_them(make_lake,
+                                                                                                   destinations):
+    """Someone set a truncate cow mirror to merge-on-read and deleted a row: a position-delete file,
+    which no merge of the job's would write. A maintenance-only compaction keeps it (it is their
+    change, for the merge's refusal and its advice to settle): exit 0, every row as it was (before:
+    exit 1, 'maintenance left delete files the mirror must not hold', blaming the maintenance)."""
+    lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
+    make(lake)
+    assert lake.run() == 0
+    for key in ("991", "992", "993"):  # small files for the compaction to join
+        lake.writer.commit("t", [{"_olake_id": key, "_op_type": "c", "v": int(key)}])
+        assert lake.run() == 0
+    job_last = lake.mirror("t").current_id
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
+    lake.writer.spark.sql(f"DELETE FROM {lake.mirror_q('t')} WHERE _olake_id = '3'")
+    rows = table_snapshot(lake, lake.mirror_q("t"))[0]
+    code, result = lake.run_summary("--maintenance-only", "--compact-files", "--expire-mirror-older-than", "0")
+    assert code == 0 and result["maintenance"]["files_compacted"], result
+    assert table_snapshot(lake, lake.mirror_q("t"))[0] == rows  # the user's delete kept, no row lost
+    code, result = lake.run_summary()
+    assert code == 1 and str(job_last) in result["error"], result  # the merge refuses, naming the job's commit
+    lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {job_last})")
+    assert lake.run() == 0
+    lake.assert_mirror_matches("t", engines=("pyiceberg",))
+
+
 @pytest.mark.parametrize("change", ["DELETE FROM {m} WHERE _olake_id < '5'", "ALTER TABLE {m} ADD COLUMN mine string"])
 def test_an_upgrade_asked_of_a_truncate_mirror_someone_changed_waits_and_nothing_is_written(make_lake, destinations,
                                                                                               change):

@@ -204,6 +204,7 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
                      fmt: MirrorFormat, out: MaintenanceResult, source: Optional[Tuple[str, str]]) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
+    held = _forbidden(catalog.state(ns, name), fmt)  # someone's (a DELETE after merge-on-read was set)
     folds = m.fold_deletes and FORMATS[fmt].folds_deletes
     if m.compact_files or folds:
         state = catalog.state(ns, name)
@@ -228,8 +229,12 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
     after = catalog.state(ns, name)  # expiry keeps the current snapshot, whose totals are recorded
     if done:
         _record_left(catalog, ns, name, after, done)
-    snap = after.snapshot(after.current_id)
-    left = forbidden_deletes(snap, fmt) if snap is not None else []
-    if left:
+    left = _forbidden(after, fmt)
+    if left and not held:  # the ones someone committed are their change, which the next merge refuses
         raise OlakeCowError(f"{ns}.{name}: maintenance left delete files the mirror must not hold "
                             f"({', '.join(left)})")
+
+
+def _forbidden(state: TableState, fmt: MirrorFormat) -> List[str]:
+    snap = state.snapshot(state.current_id)
+    return forbidden_deletes(snap, fmt) if snap is not None else []
