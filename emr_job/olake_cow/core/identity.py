@@ -316,21 +316,22 @@ def restore_advice(mirror: TableState) -> str:
     published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
     left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data
             and (published is None or is_snapshot(s, published))]
-    held = left[-1] if left else _rewrite_of_publish(mirror)
+    chain, _ = ancestors(mirror)
+    held = left[-1] if left else _rewrite_of_publish(mirror, chain)
     what = "" if left or held is None else " (a rewrite of the job's last commit, which was expired since)"
     where = (f"mirror snapshot {held.snapshot_id} holds every row as the job left it{what}: "
-             f"{_back_to(mirror, held)}, " if held is not None else "")
+             f"{_back_to(chain, held)}, " if held is not None else "")
     return (f"To resume, {where}undo the change (rename a column back, restore a property; a column dropped "
             "from the mirror keeps its values in the job's snapshots: read them with VERSION AS OF) and run again. "
             "Do not drop the mirror: it is the only complete copy")
 
 
-def _rewrite_of_publish(mirror: TableState) -> Optional[Snapshot]:
+def _rewrite_of_publish(mirror: TableState, chain: List[Snapshot]) -> Optional[Snapshot]:
     """Where the job's last publish lives on once its snapshots were expired (a compaction, then an
     expiry: the job's maintenance does both): the rewrite right before the first commit of someone
     else's in the mirror's history, when it shows exactly the rows the publish left (a rewrite keeps
-    rows). None when there is no such rewrite or its rows differ or are not known."""
-    chain, _ = ancestors(mirror)
+    rows; `chain`: its current ancestry). None when there is no such rewrite or its rows differ or are
+    not known."""
     first = next((i for i, s in enumerate(chain) if s.operation != Operation.REPLACE.value), None)
     rewrite = chain[first - 1] if first else None
     left = recorded_snapshot(mirror, DATA_ROWS_PROPERTY)
@@ -339,11 +340,12 @@ def _rewrite_of_publish(mirror: TableState) -> Optional[Snapshot]:
     return rewrite
 
 
-def _back_to(mirror: TableState, snap: Snapshot) -> str:
-    """The call that makes `snap` the mirror's current snapshot again. Iceberg rolls back only to an
-    ancestor of the current snapshot; after someone rolled the mirror back past the job's commit,
-    that commit is a descendant, which set_current_snapshot reaches."""
-    if any(s.snapshot_id == snap.snapshot_id for s in ancestors(mirror)[0]):
+def _back_to(chain: List[Snapshot], snap: Snapshot) -> str:
+    """The call that makes `snap` the mirror's current snapshot again (`chain`: the mirror's current
+    ancestry). Iceberg rolls back only to an ancestor of the current snapshot; after someone rolled
+    the mirror back past the job's commit, that commit is a descendant, which set_current_snapshot
+    reaches."""
+    if any(s.snapshot_id == snap.snapshot_id for s in chain):
         return (f"roll the mirror back to it (CALL <catalog>.system.rollback_to_snapshot('<mirror>', "
                 f"{snap.snapshot_id}))")
     return (f"make it the mirror's current snapshot again (CALL <catalog>.system.set_current_snapshot('<mirror>', "

@@ -204,10 +204,10 @@ def _maintain_mirror(worker: Maintainer, catalog: IcebergCatalog, pair: TablePai
                      fmt: MirrorFormat, out: MaintenanceResult, source: Optional[Tuple[str, str]]) -> None:
     ns, name = pair.mirror_ns, pair.mirror
     done: List[str] = []
-    held = _forbidden(catalog.state(ns, name), fmt)  # someone's (a DELETE after merge-on-read was set)
+    state = catalog.state(ns, name)
+    held = _forbidden(state, fmt)  # someone's (a DELETE after merge-on-read was set)
     folds = m.fold_deletes and FORMATS[fmt].folds_deletes
     if m.compact_files or folds:
-        state = catalog.state(ns, name)
         reset = rewrite_properties(state, pair.source)  # as before a merge
         if reset:
             catalog.set_properties(ns, name, reset)  # not the file size compaction reads from `state`
