@@ -13,11 +13,11 @@ from olake_cow.core.budget import Budget
 from olake_cow.core.changesource import for_mode
 from olake_cow.core.engines import lane_refusal
 from olake_cow.core.errors import SourceModeError
-from olake_cow.core.formats import FORMATS
+from olake_cow.core.formats import FORMATS, built_format
 from olake_cow.core.identifiers import MIRROR_SUFFIX
 from olake_cow.core.identity import ownership, source_problem
 from olake_cow.core.maintenance import MaintenanceOptions, maintenance_due
-from olake_cow.core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, built_format, resolve_mode
+from olake_cow.core.modes import DEFAULT_MIRROR_FORMAT, MirrorFormat, SourceMode, resolve_mode
 from olake_cow.core.planner import TableAsk
 from olake_cow.core.snapshots import TableState, state_from_metadata
 from olake_cow.core.steps import Blocked
@@ -83,5 +83,5 @@ def _refusal(source: TableState, mirror: TableState, source_name: str, mirror_na
     problem = source_problem(source, f"table {source_name}")
     if problem is not None:
         return TableCheck(refused=problem.reason, blocked=not problem.skip)
-    owner = ownership(mirror, source_name, mirror_name)
+    owner = ownership(mirror, source_name, mirror_name, source.uuid)
     return None if owner.writable else TableCheck(refused=owner.reason, blocked=True)

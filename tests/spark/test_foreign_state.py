@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from olake_cow.core.checkpoint import FORMAT_PROPERTY, SOURCE_PROPERTY
 from olake_cow.core.identity import DELETE_MODE_PROPERTY, MADE_BY_PROPERTY
 from olake_cow.core.snapshots import ancestors
 from testkit.lakes import make, rows
@@ -179,6 +180,36 @@ def test_maintenance_of_a_cow_mirror_holding_someones_position_deletes_blames_no
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {job_last})")
     assert lake.run() == 0
     lake.assert_mirror_matches("t", engines=("pyiceberg",))
+
+
+@pytest.mark.parametrize("key,forged", [(FORMAT_PROPERTY, "the other format"), (FORMAT_PROPERTY, None),
+                                         (SOURCE_PROPERTY, "crm.t"), (SOURCE_PROPERTY, None)],
+                         ids=["format-set", "format-removed", "source-set", "source-removed"])
+def test_one_property_of_the_job_someone_set_or_removed_changes_neither_the_mirror_nor_a_row(lake, key, forged):
+    """olake-cow.mirror-format and olake-cow.source-table are one property each: the table says what
+    the mirror is (format version 2 is cow; 3 with merge-on-read write modes is dv), and the UUID in
+    its commits' markers which table it mirrors. The run merges (exit 0, nothing repaired), sets the
+    property again, and the mirror equals the resolved source. Before: a cow mirror whose format said
+    dv was rebuilt, then merged with position delete files; a truncate one refused with a rollback that
+    could not help; a dv mirror was called a cow mirror of format version 2; a mirror naming another
+    source was refused with advice to mirror into another namespace (in truncate mode a mirror
+    without the rows the job moved out)."""
+    make(lake, n=30)
+    assert lake.run() == 0
+    m = lake.mirror_q("t")
+    before = lake.mirror("t")
+    if forged is None:
+        lake.writer.spark.sql(f"ALTER TABLE {m} UNSET TBLPROPERTIES ('{key}')")
+    else:
+        forged = {"cow": "dv", "dv": "cow"}[lake.fmt] if key == FORMAT_PROPERTY else forged
+        lake.writer.spark.sql(f"ALTER TABLE {m} SET TBLPROPERTIES ('{key}'='{forged}')")
+    lake.writer.commit("t", [{"_olake_id": "3", "_op_type": "u", "v": 300},
+                             {"_olake_id": "40", "_op_type": "c", "v": 40, "s": "n"}], pure_deletes=["10"])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged" and not result.get("repaired"), result
+    lake.assert_mirror_matches("t", engines=("pyiceberg",))  # and no delete file its format forbids
+    after = lake.mirror("t")
+    assert after.format_version == before.format_version and after.properties[key] == before.properties[key]
 
 
 @pytest.mark.parametrize("change", ["DELETE FROM {m} WHERE _olake_id < '5'", "ALTER TABLE {m} ADD COLUMN mine string"])

@@ -942,6 +942,36 @@ def test_a_checkpoint_someone_moved_past_olakes_changes_is_not_believed(rlake_en
     assert not trigger_sees_work(lake)
 
 
+@pytest.mark.parametrize("record", ["data-snapshot", "data-checkpoint", "data-rows"])
+def test_one_record_of_the_jobs_publish_someone_set_neither_stops_a_truncate_mirror_nor_costs_a_row(tlake, record):
+    """Someone sets one of olake-cow.data-snapshot (to the publish before), data-checkpoint (to its
+    marker) or data-rows. Every publish sets the three from one snapshot, still in the mirror's
+    metadata, which the current history and the checkpoint property agree with: the run reads the
+    record as the job set it, says so in a note, merges (exit 0, nothing repaired), and the mirror
+    equals the resolved source; the trigger sees only OLake's commit. Before: refused, exit 1, as
+    "committed by someone else" or "rolled back", with advice that named no property."""
+    lake = tlake
+    make(lake, n=30)
+    for key in ("3", "4"):
+        lake.writer.commit("t", [{"_olake_id": key, "_op_type": "u", "v": 300, "s": "x"}],
+                           pure_deletes=[str(int(key) + 10)])
+        assert lake.run() == 0
+    mirror = lake.mirror("t")
+    before = mirror.snapshot(mirror.snapshot(mirror.current_id).parent_id)
+    forged = {"data-snapshot": str(before.snapshot_id), "data-checkpoint": before.summary.get("wap.id"),
+              "data-rows": "5"}[record]
+    assert forged
+    lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.{record}'='{forged}')")
+    assert not trigger_sees_work(lake)
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 500, "s": "y"}], pure_deletes=["20"])
+    assert trigger_sees_work(lake)
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged" and not result.get("repaired"), result
+    assert any(f"olake-cow.{record} was set to" in n for n in result["notes"]), result["notes"]
+    lake.assert_mirror_matches("t", engines=ONE_READER)
+    assert lake.mirror("t").properties[f"olake-cow.{record}"] != forged  # the publish set it again
+
+
 @pytest.mark.parametrize("change", ["update", "absent-delete"])
 @pytest.mark.parametrize("when", ["before-the-write", "during-the-write"])
 def test_a_commit_someone_lands_while_a_spark_step_runs_is_seen_not_published_over(rlake, monkeypatch, when, change):

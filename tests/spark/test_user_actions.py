@@ -1,15 +1,15 @@
 """A determined user between OLake's commits and the job's runs, at random: what they do to the
-mirror (a DELETE, an UPDATE, a column added, a rollback, properties, an expiry) and to OLake's
-table (a DELETE, compaction, expiry), with runs, dry runs and maintenance in between. After every
-run: a success leaves the mirror equal to the writer's model; a refusal leaves OLake's table
-(truncate mode) and the mirror as they were, advises nothing that drops data, and its advice is
-followed here (the rollback or set_current_snapshot it names, dropping the column the user added,
---resume-from-source) until a run succeeds. Each seed is one fixed sequence: more with
+mirror (a DELETE, an UPDATE, a column added, a rollback, properties, one of the job's own properties
+set or removed, an expiry) and to OLake's table (a DELETE, compaction, expiry), with runs, dry runs
+and maintenance in between. After every run: a success leaves the mirror equal to the writer's
+model; a refusal leaves OLake's table (truncate mode) and the mirror as they were, advises nothing
+that drops data, and its advice is followed here (the rollback or set_current_snapshot it names,
+dropping the column the user added, --resume-from-source) until a run succeeds. Each seed is one fixed sequence: more with
 USER_ACTION_SEEDS=N (and USER_ACTION_STEPS, USER_ACTION_SALT for other sequences)."""
 import os
 import random
 import re
-from typing import List
+from typing import Dict, List, Optional
 
 import pytest
 from tests.spark.catalog_scenarios import keeps_data, kept
@@ -42,6 +42,7 @@ class UserActions:
         self.changed_rows = False  # a user's commit or rollback on the mirror, not undone yet
         self.columns: List[str] = []  # columns a user added to the mirror
         self.missed = False  # a resume said changes OLake's table no longer held were missed
+        self.records: Dict[str, Optional[str]] = {}  # properties of the job's a user set (None: removed)
         self.trail: List[str] = []
         self.next_key = 1000
 
@@ -87,8 +88,35 @@ class UserActions:
         key, value = self.rng.choice(MIRROR_PROPS)
         self.on_mirror(f"ALTER TABLE {{m}} SET TBLPROPERTIES ('{key}'='{value}')")
 
+    def mirror_record(self) -> None:
+        """One property of the job's set or removed: a record of its last publish (while the snapshot
+        it is of is still there: after an expiry the record is the only one), the format, the source."""
+        mirror = self.lake.mirror("t")
+        current = mirror.snapshot(mirror.current_id)
+        parent = mirror.snapshot(current.parent_id) if current is not None else None
+        other = {"cow": "dv", "dv": "cow"}[self.lake.fmt]
+        choices = [("olake-cow.mirror-format", other), ("olake-cow.mirror-format", None),
+                   ("olake-cow.source-table", "crm.t"), ("olake-cow.source-table", None)]
+        if mirror.snapshot(int(mirror.properties.get("olake-cow.data-snapshot", "0"))) is not None:
+            choices.append(("olake-cow.data-rows", str(self.rng.randint(0, 99))))
+            if parent is not None and parent.summary.get("wap.id"):
+                choices += [("olake-cow.data-snapshot", str(parent.snapshot_id)),
+                            ("olake-cow.data-checkpoint", parent.summary["wap.id"])]
+        key, value = self.rng.choice(choices)
+        self.trail[-1] += f" {key}={value}"
+        if value is None:
+            self.on_mirror(f"ALTER TABLE {{m}} UNSET TBLPROPERTIES ('{key}')")
+        else:
+            self.on_mirror(f"ALTER TABLE {{m}} SET TBLPROPERTIES ('{key}'='{value}')")
+        self.records[key] = value
+
+    def records_pending(self) -> bool:
+        props = self.lake.mirror("t").properties
+        return any(props.get(k) == v for k, v in self.records.items())
+
     def mirror_expiry(self) -> None:
-        if not (self.changed_rows or self.columns):  # an expiry over their own change is out of reach
+        # an expiry over their own change, or over a record they set, is out of reach
+        if not (self.changed_rows or self.columns or self.records_pending()):
             self.call("expire_snapshots", self.lake.cow_ns + ".t_cow", None, 1)
 
     def source_expiry(self) -> None:
@@ -166,6 +194,7 @@ def test_a_determined_users_actions_between_syncs_never_cost_a_row(make_lake, de
     actions = {"olake commit": (6, user.olake_commit), "run": (5, user.run), "mirror commit": (2, user.mirror_commit),
                "mirror column": (1, user.mirror_column), "mirror rollback": (1, user.mirror_rollback),
                "mirror property": (1, user.mirror_property), "mirror expiry": (1, user.mirror_expiry),
+               "mirror record": (1, user.mirror_record),
                "source column": (1, lambda: lake.writer.add_column("t", f"oc{len(user.trail)}", "string")),
                "source expiry": (1, user.source_expiry),
                "source compaction": (1, lambda: lake.writer.rewrite_files("t")),

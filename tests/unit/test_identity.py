@@ -9,16 +9,21 @@ from olake_cow.core.checkpoint import (
     DATA_CHECKPOINT_PROPERTY,
     DATA_ROWS_PROPERTY,
     DATA_SNAPSHOT_PROPERTY,
+    FORMAT_PROPERTY,
     REJECTED_PROPERTY,
+    SOURCE_PROPERTY,
     Marker,
     published_properties,
 )
+from olake_cow.core.errors import MirrorFormatError
+from olake_cow.core.formats import WRITE_MODE_KEYS, MirrorFormat, built_format
 from olake_cow.core.identity import (
     MADE_BY,
     MADE_BY_PROPERTY,
     Ground,
     Owner,
     delete_mode_change,
+    edited_record,
     foreign_change,
     foreign_files_problem,
     foreign_metadata,
@@ -31,7 +36,8 @@ from olake_cow.core.identity import (
     restore_advice,
     source_problem,
 )
-from olake_cow.core.modes import SourceMode, upgrade_waits
+from olake_cow.core.mirror_props import kept_properties
+from olake_cow.core.modes import SourceMode, resolve_format, upgrade_waits
 from olake_cow.core.planner import TableAsk, plan_table
 from olake_cow.core.snapshots import MISSING, Snapshot, TableState
 from olake_cow.core.steps import Blocked
@@ -61,6 +67,21 @@ def test_a_table_without_the_marker_or_of_another_source_is_not_writable():
     assert ownership(users, "sales.t", "m").owner == Owner.FOREIGN and not ownership(users, "sales.t", "m").writable
     other = ownership(mirror(snap(1, None, wap=M1)), "crm.t", "m")
     assert other.owner == Owner.OTHER_SOURCE and "is the mirror of sales.t, not of crm.t" in other.reason
+
+
+def test_a_source_name_someone_set_or_removed_does_not_make_the_jobs_mirror_anothers():
+    """The markers of the job's commits carry the UUID of the table they came from: a mirror whose
+    olake-cow.source-table someone set or removed is still this source's (a note says so), and one
+    whose commits came from another table is still refused."""
+    ours = mirror(snap(1, None, wap=M1))  # M1: a marker of source UUID "u"
+    for forged in ("crm.t", None):
+        props = {k: v for k, v in ours.properties.items() if k != SOURCE_PROPERTY}
+        edited = dataclasses.replace(ours, properties={**props, **({SOURCE_PROPERTY: forged} if forged else {})})
+        found = ownership(edited, "sales.t", "m", "u")
+        assert found.owner == Owner.OURS and f"{SOURCE_PROPERTY} was" in found.note, forged
+        assert not ownership(edited, "sales.t", "m").writable, forged  # no UUID given: as before
+        assert not ownership(edited, "sales.t", "m", "another-table").writable, forged
+    assert ownership(ours, "sales.t", "m", "u").note == ""
 
 
 def test_publishes_and_content_keeping_rewrites_are_the_jobs_own():
@@ -123,6 +144,34 @@ def test_a_rewrite_that_shows_other_rows_than_the_job_published_is_foreign():
     assert foreign_change(mirror(published, rows(2, 1, "replace", 99), **legacy)) is None
 
 
+def test_one_record_of_the_jobs_publish_someone_set_is_read_as_the_job_set_it():
+    """olake-cow.data-snapshot, data-checkpoint and data-rows are set from one staged snapshot in the
+    publish's commit: while it is in the metadata, one of them someone set is read as the job set it
+    (named in a note), where the current history and the checkpoint property agree with the other.
+    Before, a truncate mirror was refused ("committed by someone else", "rolled back") with advice
+    that named no property, and a readonly one rebuilt. A rollback plus a record set to match it is
+    not believed: the job's next merge onto the older snapshot would lack the later publish's rows."""
+    first, published = rows(1, None, "overwrite", 90, wap=M1), rows(2, 1, "overwrite", 100, wap=M2)
+    ours = {CHECKPOINT_PROPERTY: M2, **published_properties(M2, 2, published.summary, 2)}
+    clean = mirror(first, published, **ours)
+    assert foreign_change(clean) is None and edited_record(clean) is None
+    for key, forged, note in ((DATA_SNAPSHOT_PROPERTY, "1", f"snapshot 2, which the mirror holds, carries the data "
+                                                            f"checkpoint {M2}"),
+                              (DATA_CHECKPOINT_PROPERTY, M1, f"carries {M2}"),
+                              (DATA_ROWS_PROPERTY, "5", "shows 100 rows")):
+        edited = mirror(first, published, **{**ours, key: forged})
+        assert foreign_change(edited) is None, key
+        assert f"{key} was set to" in edited_record(edited) and note in edited_record(edited), key
+        compacted = mirror(first, published, rows(3, 2, "replace", 100), **{**ours, key: forged})
+        assert foreign_change(compacted) is None, key
+    shrunk = mirror(first, published, rows(3, 2, "replace", 99), **{**ours, DATA_ROWS_PROPERTY: "99"})
+    assert "shows 99 rows, not the 100" in foreign_change(shrunk)  # someone's delete before a compaction
+    for key, forged in ((DATA_SNAPSHOT_PROPERTY, "1"), (DATA_CHECKPOINT_PROPERTY, M1)):
+        hidden = mirror(first, published, current=1, **{**ours, key: forged})
+        assert foreign_change(hidden) is not None and edited_record(hidden) is None, key
+        assert "'<mirror>', 1)" not in restore_advice(hidden), key
+
+
 def test_an_upgrade_in_place_waits_for_a_mirror_as_the_job_left_it():
     """--upgrade-mirror cannot be undone: it waits while someone's commit or column is on the mirror
     (the run refuses, rebuilds or keeps it first), not for a format version someone set, which is
@@ -133,6 +182,34 @@ def test_an_upgrade_in_place_waits_for_a_mirror_as_the_job_left_it():
     assert "committed by someone else" in str(upgrade_waits(MISSING, changed))
     set_v3 = dataclasses.replace(mirror(snap(1, None, wap=M1), **ours), format_version=3)
     assert foreign_change(set_v3) is not None and upgrade_waits(MISSING, set_v3) is None
+
+
+def test_a_mirrors_format_is_what_its_table_is_whatever_one_property_says():
+    """olake-cow.mirror-format is anyone's to edit: format version 2 is cow (a dv mirror is made at 3
+    and no table goes back), and a format version 3 table whose write modes are all merge-on-read is a
+    dv mirror; a cow mirror whose format version someone raised stays a change the job names. Before,
+    a cow mirror whose property said dv was merged as dv (position delete files in a cow mirror), and
+    a dv mirror without it was called a cow mirror of format version 2."""
+    ours = {DATA_CHECKPOINT_PROPERTY: M1, DATA_SNAPSHOT_PROPERTY: "1"}
+    mor = {k: "merge-on-read" for k in WRITE_MODE_KEYS}
+
+    def made(version, **props):
+        return dataclasses.replace(mirror(snap(1, None, wap=M1), **ours, **props), format_version=version)
+
+    for forged in ("dv", "garbage", None):
+        cow = made(2, **mor, **({FORMAT_PROPERTY: forged} if forged else {}))
+        assert built_format(cow) == MirrorFormat.COW and foreign_change(cow) is None, forged
+        assert kept_properties(cow, SourceMode.READONLY, "sales.t", None)[FORMAT_PROPERTY] == "cow"
+    for forged in ("cow", "garbage", None):
+        dv = made(3, **mor, **({FORMAT_PROPERTY: forged} if forged else {}))
+        assert built_format(dv) == MirrorFormat.DV and foreign_change(dv) is None, forged
+        assert resolve_format(dv, MirrorFormat.DV) == (MirrorFormat.DV, False)
+        assert kept_properties(dv, SourceMode.READONLY, "sales.t", None)[FORMAT_PROPERTY] == "dv"
+    raised = made(3, **{FORMAT_PROPERTY: "cow", "write.delete.mode": "merge-on-read"})
+    assert built_format(raised) == MirrorFormat.COW
+    assert "a cow mirror (format version 2) and someone set its format-version to 3" in foreign_change(raised)
+    with pytest.raises(MirrorFormatError, match="is a cow mirror \\(format version 3\\)"):
+        resolve_format(raised, MirrorFormat.DV)
 
 
 def test_a_dv_mirror_counts_the_rows_its_deletion_vectors_leave():

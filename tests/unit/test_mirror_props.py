@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from olake_cow.core.formats import MirrorFormat
+from olake_cow.core.formats import FORMATS, MirrorFormat
 from olake_cow.core.mirror_props import kept_properties, new_mirror_properties, rewrite_properties
 from olake_cow.core.modes import DeleteMode, SourceMode
 from olake_cow.core.snapshots import TableState
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 def made(fmt: MirrorFormat, **changed: str) -> TableState:
     props = new_mirror_properties(fmt, SourceMode.READONLY, "sales.t", DeleteMode.KEEP, None)
-    return TableState(True, "u", None, (), {**props, **changed})
+    return TableState(True, "u", None, (), {**props, **changed}, format_version=FORMATS[fmt].format_version)
 
 
 @pytest.mark.parametrize("fmt", list(MirrorFormat))

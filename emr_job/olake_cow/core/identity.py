@@ -19,7 +19,7 @@ refused before anything is written. A mirror whose current snapshot is not what 
 repaired: merged again from the newest checkpoint its history proves, or rebuilt.
 """
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Callable, Iterable, List, Mapping, Optional, Tuple
 
@@ -28,7 +28,6 @@ from .checkpoint import (
     DATA_CHECKPOINT_PROPERTY,
     DATA_ROWS_PROPERTY,
     DATA_SNAPSHOT_PROPERTY,
-    FORMAT_PROPERTY,
     SOURCE_PROPERTY,
     Marker,
     find_checkpoint,
@@ -38,8 +37,9 @@ from .checkpoint import (
     recorded_snapshot,
     rejected,
 )
+from .formats import FORMATS, MirrorFormat, built_format
 from .identifiers import MIRROR_SUFFIX
-from .snapshots import MISSING, Operation, Snapshot, TableState, ancestors, exact_rows
+from .snapshots import MISSING, Operation, Snapshot, Summary, TableState, ancestors, exact_rows
 from .uris import S3_SCHEMES
 
 log = logging.getLogger("olake_cow")
@@ -61,23 +61,31 @@ class Owner(str, Enum):
 class Ownership:
     owner: Owner
     reason: str = ""
+    note: str = ""  # a writable mirror: what the job found set on it by someone else (a run's note)
 
     @property
     def writable(self) -> bool:
         return self.owner in (Owner.NONE, Owner.OURS, Owner.LEGACY)
 
 
-def ownership(mirror: TableState, source: str, mirror_name: str) -> Ownership:
-    """Whether the job may write the table at the mirror's name (`source`: `<namespace>.<table>`).
-    One property proves nothing: the job's mirror carries the made-by marker, names this source,
-    and holds the job's commits (a checkpoint marker in its history or its checkpoint property),
-    or holds no data yet (a first build that stopped after creating it)."""
+def ownership(mirror: TableState, source: str, mirror_name: str, source_uuid: Optional[str] = None) -> Ownership:
+    """Whether the job may write the table at the mirror's name (`source`: `<namespace>.<table>`,
+    whose table UUID is `source_uuid`). One property proves nothing: the job's mirror carries the
+    made-by marker, names this source, and holds the job's commits (a checkpoint marker in its
+    history or its checkpoint property), or holds no data yet (a first build that stopped after
+    creating it). A source name someone set or removed does not make the job's mirror another's: its
+    commits' markers carry the UUID of the table they came from, which no other table has."""
     if not mirror.exists:
         return Ownership(Owner.NONE)
     props = mirror.properties
     made = props.get(MADE_BY_PROPERTY) == MADE_BY
     recorded = props.get(SOURCE_PROPERTY)
     commits = _holds_job_commits(mirror)
+    if recorded != source and commits and source_uuid is not None and _newest_source_uuid(mirror) == source_uuid:
+        note = (f"the mirror's {SOURCE_PROPERTY} was {'set to ' + recorded if recorded else 'removed'} by someone "
+                f"else: its commits are of {source} (that table's UUID), so it is set again")
+        owner = ownership(replace(mirror, properties={**props, SOURCE_PROPERTY: source}), source, mirror_name)
+        return replace(owner, note=note) if owner.writable else owner
     if recorded and recorded != source and (made or commits):
         return Ownership(Owner.OTHER_SOURCE, (
             f"{mirror_name} is the mirror of {recorded}, not of {source}: nothing was written to it. "
@@ -117,6 +125,16 @@ def _holds_job_commits(mirror: TableState) -> bool:
     return bool(markers) or prop is not None
 
 
+def _newest_source_uuid(mirror: TableState) -> Optional[str]:
+    """The source UUID in the newest checkpoint marker of the mirror's current history, else in the
+    records its publishes set (its snapshots expired)."""
+    chain, _ = ancestors(mirror)
+    marker = next((m for m in (marker_of(s) for s in reversed(chain)) if m is not None), None)
+    for key in (DATA_CHECKPOINT_PROPERTY, CHECKPOINT_PROPERTY):
+        marker = marker or parse_marker(mirror.properties.get(key))
+    return marker.source_uuid if marker is not None else None
+
+
 def _foreign_reason(mirror_name: str, made: bool, recorded: Optional[str], commits: bool) -> str:
     if not made:
         missing = f"it has no {MADE_BY_PROPERTY} property"
@@ -148,6 +166,7 @@ def content_change(mirror: TableState, source: TableState = MISSING) -> Optional
 
 
 def _history_change(mirror: TableState) -> Optional[str]:
+    mirror = _as_published(mirror)[0]
     chain, complete = ancestors(mirror)
     last = _newest_marker(chain)
     # A mirror that records its data checkpoint is of a version that marks every data commit: a
@@ -174,6 +193,7 @@ def changes_on_publish(mirror: TableState, source: TableState = MISSING) -> Opti
     such commits were made on cannot be seen)."""
     if not mirror.exists or mirror.current_id is None or _column_change(source, mirror) or _format_change(mirror):
         return None
+    mirror = _as_published(mirror)[0]
     chain, _ = ancestors(mirror)
     last = _newest_marker(chain)
     if last is None or last == len(chain) - 1 or _marked_change(mirror, chain[last]):
@@ -197,6 +217,59 @@ def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool,
     expired = "" if last is not None or complete else " (the job's own snapshots were expired since)"
     return (f"mirror snapshot {s.snapshot_id} ({s.operation or 'no operation'}) was committed by someone else "
             f"after the job's last commit{expired}")
+
+
+def edited_record(mirror: TableState) -> Optional[str]:
+    """A note naming the record of the job's last publish that someone set, which the job reads as it
+    set it (None: none was): the next publish sets it again."""
+    return _as_published(mirror)[1] if mirror.exists else None
+
+
+def _as_published(mirror: TableState) -> Tuple[TableState, Optional[str]]:
+    """`mirror` with the records of its last publish as the job set them, and a note naming the one
+    someone set. Every publish sets olake-cow.data-snapshot, olake-cow.data-checkpoint and
+    olake-cow.data-rows from the snapshot it stages, in its own commit, so while that snapshot is in
+    the metadata they must agree with it: its marker, its rows. When they do not, the newest marked
+    snapshot of the current history tells which record was set: the one that disagrees with it, if
+    it also carries the checkpoint property's marker (set with every publish) and the other record
+    agrees with it. Anything else (both disagree: a rollback with a record set to match it, someone's
+    commit) is left for the rules that follow to name: a rollback plus one record set to match it
+    must not pass for the job's state, whose next merge would lack the rolled-back publish's rows."""
+    published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
+    named = mirror.snapshot(published)
+    data_value = mirror.properties.get(DATA_CHECKPOINT_PROPERTY)
+    data = parse_marker(data_value)
+    if named is None or data is None:
+        return mirror, None
+    marker = marker_of(named)
+    if marker == data:
+        rows, left = exact_rows(named.summary, mirror.format_version), recorded_snapshot(mirror, DATA_ROWS_PROPERTY)
+        if rows is None or left is None or rows == left:
+            return mirror, None
+        return _with(mirror, DATA_ROWS_PROPERTY, str(rows)), (
+            f"the mirror's {DATA_ROWS_PROPERTY} was set to {left} by someone else: snapshot {published}, which the job "
+            f"published and recorded it for, shows {rows} rows (read as such; the next publish sets it again)")
+    chain, _ = ancestors(mirror)
+    last = _newest_marker(chain)
+    held = chain[last] if last is not None else None
+    if held is None or marker_of(held) != parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY)):
+        return mirror, None
+    if marker is not None and is_snapshot(held, named.snapshot_id):
+        return _with(mirror, DATA_CHECKPOINT_PROPERTY, marker.wap_id), (
+            f"the mirror's {DATA_CHECKPOINT_PROPERTY} was set to {data_value} by someone else: snapshot {published}, "
+            f"which the job published and the mirror holds, carries {marker.wap_id} (read as such; the next publish "
+            "sets it again)")
+    if marker_of(held) == data:
+        picked = held.summary.get(Summary.SOURCE_SNAPSHOT_ID) if Summary.PUBLISHED_WAP_ID in held.summary else None
+        own = picked or str(held.snapshot_id)  # a cherry-pick records the snapshot it picked
+        return _with(mirror, DATA_SNAPSHOT_PROPERTY, own), (
+            f"the mirror's {DATA_SNAPSHOT_PROPERTY} was set to {published} by someone else: snapshot {own}, which the "
+            f"mirror holds, carries the data checkpoint {data_value} (read as such; the next publish sets it again)")
+    return mirror, None
+
+
+def _with(mirror: TableState, key: str, value: str) -> TableState:
+    return replace(mirror, properties={**mirror.properties, key: value})
 
 
 def _marked_change(mirror: TableState, held: Snapshot) -> Optional[str]:
@@ -261,12 +334,13 @@ def _column_change(source: TableState, mirror: TableState) -> Optional[str]:
 
 
 def _format_change(mirror: TableState) -> Optional[str]:
-    built = mirror.properties.get(FORMAT_PROPERTY)
-    wanted = FORMAT_VERSIONS.get(built or "cow")
-    if wanted is not None and mirror.format_version != wanted:
+    built = FORMATS[built_format(mirror) or MirrorFormat.COW]
+    if mirror.format_version != built.format_version:
+        upgrade = FORMATS[built.upgrades_to] if built.upgrades_to else None  # cow: at dv's version already
         way = (" (a truncate mirror keeps every row with --mirror-format dv --upgrade-mirror, which makes it a dv "
-               "mirror of format version 3 in place)" if wanted == 2 and mirror.format_version == 3 else "")
-        return (f"the mirror is a {built or 'cow'} mirror (format version {wanted}) and someone set its "
+               "mirror of format version 3 in place)" if upgrade and mirror.format_version == upgrade.format_version
+               else "")
+        return (f"the mirror is a {built.fmt.value} mirror (format version {built.format_version}) and someone set its "
                 f"format-version to {mirror.format_version}{way}")
     return None
 
@@ -276,11 +350,6 @@ def layout_change(source: TableState, mirror: TableState) -> Optional[str]:
     renamed or added, a format version someone changed, or a source column type it cannot take. A
     readonly mirror is then created anew (OLake's table holds every row)."""
     return _column_change(source, mirror) or _format_change(mirror) or incompatible_column(source, mirror)
-
-
-# A mirror's format version per mirror format (modes.MirrorFormat; the strings keep identity.py
-# below modes.py in the import order).
-FORMAT_VERSIONS = {"cow": 2, "dv": 3}
 
 
 def incompatible_column(source: TableState, mirror: TableState) -> Optional[str]:
@@ -312,11 +381,12 @@ def _promotes(held: str, wanted: str) -> bool:
 def restore_advice(mirror: TableState) -> str:
     """How to bring a mirror that is the only complete copy (truncate mode, or a readonly mirror of a
     source another job truncates) back to what the job left, keeping its rows."""
+    mirror = _as_published(mirror)[0]
+    chain, _ = ancestors(mirror)
     data = parse_marker(mirror.properties.get(DATA_CHECKPOINT_PROPERTY))
     published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
     left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data
             and (published is None or is_snapshot(s, published))]
-    chain, _ = ancestors(mirror)
     held = left[-1] if left else _rewrite_of_publish(mirror, chain)
     what = "" if left or held is None else " (a rewrite of the job's last commit, which was expired since)"
     where = (f"mirror snapshot {held.snapshot_id} holds every row as the job left it{what}: "

@@ -2,11 +2,11 @@
 import logging
 from typing import Dict, Optional
 
-from .checkpoint import MODE_PROPERTY, SOURCE_PROPERTY
+from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
-from .formats import FORMATS, WRITE_MODE_KEYS, MirrorFormat
+from .formats import FORMATS, WRITE_MODE_KEYS, MirrorFormat, built_format
 from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY
-from .modes import DeleteMode, SourceMode, built_format
+from .modes import DeleteMode, SourceMode
 from .snapshots import TableState
 
 log = logging.getLogger("olake_cow")
@@ -47,6 +47,7 @@ def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, targ
     fmt = built_format(mirror)
     if fmt is not None:  # a cow merge that wrote deletes, or a dv merge that rewrote files, fails its audit
         wanted.update(FORMATS[fmt].write_modes())
+        wanted[FORMAT_PROPERTY] = fmt.value  # what the table is (built_format), whatever someone set it to
     wanted.update(_file_settings(mirror))
     if target_file_mb:
         wanted[TARGET_FILE_SIZE] = target_file_size(target_file_mb)
@@ -76,7 +77,7 @@ def rewrite_properties(mirror: TableState, table: str = "") -> Dict[str, str]:
 def _changed(mirror: TableState, wanted: Dict[str, str], table: str) -> Dict[str, str]:
     """What of `wanted` the mirror does not hold; a value someone else set is logged as reset."""
     changed = {k: v for k, v in wanted.items() if mirror.properties.get(k) != v}
-    for key in (WAP_ENABLED, TARGET_FILE_SIZE, FILE_FORMAT, *COMPRESSION, *WRITE_MODE_KEYS):
+    for key in (WAP_ENABLED, TARGET_FILE_SIZE, FILE_FORMAT, *COMPRESSION, *WRITE_MODE_KEYS, FORMAT_PROPERTY):
         if key in changed and key in mirror.properties:
             log.warning("[%s] the mirror's %s was set to %r by someone else: reset to %s", table, key,
                         mirror.properties[key], changed[key])

@@ -14,9 +14,9 @@ switch.
 from enum import Enum
 from typing import Optional, Tuple
 
-from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
+from .checkpoint import MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
 from .errors import ConfigError, MirrorFormatError, SourceModeError
-from .formats import FORMATS, MirrorFormat
+from .formats import FORMATS, MirrorFormat, built_format
 from .identity import content_change
 from .readonly import truncated_by_another
 from .snapshots import TableState, ancestors
@@ -143,14 +143,6 @@ def parse_mode(value: Optional[str], what: str = "--source-mode") -> Optional[So
 DEFAULT_MIRROR_FORMAT = MirrorFormat.COW
 
 
-def built_format(mirror: TableState) -> Optional[MirrorFormat]:
-    """The mirror's format (mirrors from before the property are copy-on-write); None before it exists."""
-    if not mirror.exists:
-        return None
-    recorded = mirror.properties.get(FORMAT_PROPERTY)
-    return MirrorFormat(recorded) if recorded in {f.value for f in MirrorFormat} else MirrorFormat.COW
-
-
 def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrade: bool = False,
                    mirror_name: str = "the mirror") -> Tuple[MirrorFormat, bool]:
     """(the format this run uses, whether it upgrades an existing cow mirror to dv now). A mirror's
@@ -165,15 +157,17 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
         if upgrade:
             return requested, True
         raise MirrorFormatError(
-            f"{mirror_name} is a cow mirror (format version 2) and --mirror-format dv was asked. Add --upgrade-mirror "
-            "to upgrade it in place to format version 3 with deletion vectors: this cannot be undone, and engines "
+            f"{mirror_name} is a cow mirror (format version {mirror.format_version}) and --mirror-format dv was asked. "
+            "Add --upgrade-mirror to upgrade it in place to format version 3 with deletion vectors: this cannot be "
+            "undone, and engines "
             "that read only format version 2 (Athena, StarRocks) can then no longer read it. Or omit "
             "--mirror-format to keep cow.")
     raise MirrorFormatError(
-        f"{mirror_name} is a dv mirror (format version 3) and --mirror-format cow was asked: Iceberg tables cannot go "
-        "back to format version 2, so it must be rebuilt: in readonly mode mirror into another namespace with "
-        "--mirror-format cow (--cow-namespace), which builds a new mirror from OLake's table; in truncate mode the "
-        "mirror is the only complete copy, so keep it as it is. Or omit --mirror-format to keep dv.")
+        f"{mirror_name} is a dv mirror (format version {mirror.format_version}) and --mirror-format cow was asked: "
+        "Iceberg tables cannot go back to format version 2, so it must be rebuilt: in readonly mode mirror into "
+        "another namespace with --mirror-format cow (--cow-namespace), which builds a new mirror from OLake's table; "
+        "in truncate mode the mirror is the only complete copy, so keep it as it is. Or omit --mirror-format to keep "
+        "dv.")
 
 
 def upgrade_waits(source: TableState, mirror: TableState) -> Optional[str]:

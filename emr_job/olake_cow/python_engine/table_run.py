@@ -20,7 +20,7 @@ from ..core.errors import (
 )
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import ownership, source_problem
+from ..core.identity import edited_record, ownership, source_problem
 from ..core.mirror_props import kept_properties
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
@@ -77,7 +77,7 @@ class PythonTableRun:
             return
         if problem is not None:
             raise NotOlakeTableError(problem.reason)
-        owner = ownership(mirror, self.name, self.result.mirror)
+        owner = ownership(mirror, self.name, self.result.mirror, source.uuid)
         if not owner.writable:
             raise ForeignMirrorError(owner.reason)
         mode = resolve_mode(source, mirror, self.opts.source_mode, self.result.mirror)
@@ -86,7 +86,8 @@ class PythonTableRun:
         refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
         if refusal:
             raise HandOver(refusal)
-        for note in filter(None, [other_truncates_note(source, mirror, self.name)]):  # the mirror keeps those rows
+        # the rows another job's truncates took, which the mirror keeps; a record of its publish someone set
+        for note in filter(None, [owner.note, other_truncates_note(source, mirror, self.name), edited_record(mirror)]):
             self.result.notes.append(note)
             self.say("%s", note)
         self._loop(src, source, mir, mirror)

@@ -13,10 +13,10 @@ from typing import Any, Optional, Tuple
 from ..core.checkpoint import find_checkpoint
 from ..core.config import DestinationConfig
 from ..core.errors import ForeignMirrorError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
-from ..core.formats import MirrorFormat
+from ..core.formats import MirrorFormat, built_format
 from ..core.identifiers import MIRROR_SUFFIX, qualified
-from ..core.identity import ownership, source_problem
-from ..core.modes import SourceMode, built_format, resolve_format, resolve_mode, upgrade_waits
+from ..core.identity import edited_record, ownership, source_problem
+from ..core.modes import SourceMode, resolve_format, resolve_mode, upgrade_waits
 from ..core.options import JobOptions
 from ..core.planner import rebuild_reason, repair_reason
 from ..core.readonly import other_truncates_note
@@ -150,9 +150,12 @@ class TableJob:
             return True
         if problem is not None:
             raise NotOlakeTableError(problem.reason)
-        owner = ownership(mirror, name, self.result.mirror)
+        owner = ownership(mirror, name, self.result.mirror, source.uuid)
         if not owner.writable:
             raise ForeignMirrorError(owner.reason)
+        for note in filter(None, [owner.note, edited_record(mirror)]):  # what someone set, read as the job set it
+            self.result.notes.append(note)
+            self.say("%s", note)
         if not source.key_required and self.session.sql(
                 f"SELECT 1 FROM {self.source_q} WHERE _olake_id IS NULL LIMIT 1").count():
             raise NotOlakeTableError(f"table {name} has rows whose _olake_id is NULL; OLake never writes them and "
