@@ -499,7 +499,7 @@ def test_a_mirror_namespace_given_as_a_source_is_refused_table_by_table(rlake):
     assert not lake.tables.namespace_exists(lake.ns + "_again") or not lake.tables.list_tables(lake.ns + "_again")
 
 
-@pytest.mark.parametrize("change", ["commit", "rollback", "commit-after-compaction"])
+@pytest.mark.parametrize("change", ["commit", "rollback", "rollback-with-record", "commit-after-compaction"])
 def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_loses_nothing(make_lake, destinations,
                                                                                           change):
     """`rollback`: someone rolled the mirror back past the job's last commit, which is then no ancestor
@@ -507,7 +507,9 @@ def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_lose
     set_current_snapshot (before: a rollback Iceberg refused, 'not an ancestor of the current state').
     `commit-after-compaction`: the job's maintenance compacted the mirror and expired its commits
     before someone's commit: the advice names the compaction, which holds the job's rows (before:
-    no snapshot was named)."""
+    no snapshot was named). `rollback-with-record`: and someone set olake-cow.data-snapshot to the
+    snapshot rolled back to: not believed, the advice names the job's last commit, which the data
+    checkpoint and the checkpoint property name (before: no snapshot was named)."""
     lake = make_lake(destinations["hadoop"], "hadoop", "truncate")
     make(lake)
     assert lake.run() == 0
@@ -525,12 +527,16 @@ def test_following_the_rollback_advice_of_a_truncate_mirror_someone_changed_lose
     else:
         first = ancestors(lake.mirror("t"))[0][0].snapshot_id
         lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {first})")
+        if change == "rollback-with-record":
+            lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES "
+                                  f"('olake-cow.data-snapshot'='{first}')")
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 55}, {"_olake_id": "60", "_op_type": "c"}])
     code, result = lake.run_summary()
     assert code == 1 and keeps_data(result["error"]), result
     procedure, snapshot = re.search(r"(rollback_to_snapshot|set_current_snapshot)\('<mirror>', (\d+)\)",
                                     result["error"]).groups()
-    assert procedure == ("set_current_snapshot" if change == "rollback" else "rollback_to_snapshot"), result["error"]
+    assert procedure == ("set_current_snapshot" if change.startswith("rollback") else "rollback_to_snapshot"), \
+        result["error"]
     assert ("a rewrite of the job's last commit" in result["error"]) == (change == "commit-after-compaction")
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.{procedure}('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, and the source's new changes merged

@@ -4,8 +4,9 @@ set or removed, an expiry) and to OLake's table (a DELETE, compaction, expiry), 
 and maintenance in between. After every run: a success leaves the mirror equal to the writer's
 model; a refusal leaves OLake's table (truncate mode) and the mirror as they were, advises nothing
 that drops data, and its advice is followed here (the rollback or set_current_snapshot it names,
-dropping the column the user added, --resume-from-source) until a run succeeds. Each seed is one fixed sequence: more with
-USER_ACTION_SEEDS=N (and USER_ACTION_STEPS, USER_ACTION_SALT for other sequences)."""
+dropping the column the user added, --resume-from-source) until a run succeeds. Each seed is one
+fixed sequence: more with USER_ACTION_SEEDS=N (and USER_ACTION_STEPS, USER_ACTION_SALT for other
+sequences)."""
 import os
 import random
 import re

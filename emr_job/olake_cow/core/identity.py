@@ -387,6 +387,10 @@ def restore_advice(mirror: TableState) -> str:
     published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
     left = [s for s in mirror.snapshots if data is not None and marker_of(s) == data
             and (published is None or is_snapshot(s, published))]
+    if not left:  # a record set to match a rollback: the snapshot the other record and the checkpoint name
+        checkpoint = parse_marker(mirror.properties.get(CHECKPOINT_PROPERTY))
+        left = [s for s in mirror.snapshots if checkpoint is not None and marker_of(s) == checkpoint
+                and (checkpoint == data or (published is not None and is_snapshot(s, published)))]
     held = left[-1] if left else _rewrite_of_publish(mirror, chain)
     what = "" if left or held is None else " (a rewrite of the job's last commit, which was expired since)"
     where = (f"mirror snapshot {held.snapshot_id} holds every row as the job left it{what}: "
