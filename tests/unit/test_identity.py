@@ -207,11 +207,16 @@ def test_a_mirrors_format_is_what_its_table_is_whatever_one_property_says():
         assert built_format(dv) == MirrorFormat.DV and foreign_change(dv) is None, forged
         assert resolve_format(dv, MirrorFormat.DV) == (MirrorFormat.DV, False)
         assert kept_properties(dv, SourceMode.READONLY, "sales.t", None)[FORMAT_PROPERTY] == "dv"
+    # and one write mode someone set as well (the job sets them again before a merge): most say dv
+    tweaked = made(3, **{**mor, "write.update.mode": "copy-on-write", FORMAT_PROPERTY: "cow"})
+    assert built_format(tweaked) == MirrorFormat.DV and foreign_change(tweaked) is None
     raised = made(3, **{FORMAT_PROPERTY: "cow", "write.delete.mode": "merge-on-read"})
     assert built_format(raised) == MirrorFormat.COW
     assert "a cow mirror (format version 2) and someone set its format-version to 3" in foreign_change(raised)
-    with pytest.raises(MirrorFormatError, match="is a cow mirror \\(format version 3\\)"):
-        resolve_format(raised, MirrorFormat.DV)
+    # asked for dv, it needs no --upgrade-mirror: nothing irreversible is left to do
+    assert resolve_format(raised, MirrorFormat.DV) == (MirrorFormat.DV, True)
+    with pytest.raises(MirrorFormatError, match="is a cow mirror \\(format version 2\\)"):
+        resolve_format(made(2), MirrorFormat.DV)
 
 
 def test_a_dv_mirror_counts_the_rows_its_deletion_vectors_leave():

@@ -78,15 +78,16 @@ FORMATS: Mapping[MirrorFormat, FormatRules] = {r.fmt: r for r in (COW, DV)}
 def built_format(mirror: TableState) -> Optional[MirrorFormat]:
     """The mirror's format (None before it exists), from what its table is and not from one property
     (someone may edit it): format version 2 is cow whatever olake-cow.mirror-format says (a dv mirror
-    is made at 3, and no table goes back); at 3 it is dv when the property says so, or when all three
-    write modes are merge-on-read (a dv mirror whose property someone changed or removed), else cow
+    is made at 3, and no table goes back); at 3 it is dv when the property says so, or when most of
+    the three write modes are merge-on-read (a dv mirror whose property someone changed or removed,
+    and perhaps one write mode: the job sets them again before a merge), else cow
     (a cow mirror whose format version someone raised, which identity.py names). Mirrors from before
     the property are cow."""
     if not mirror.exists:
         return None
     if mirror.format_version < DV.format_version:
         return MirrorFormat.COW
-    if mirror.properties.get(FORMAT_PROPERTY) == MirrorFormat.DV.value or all(
-            mirror.properties.get(key) == "merge-on-read" for key in WRITE_MODE_KEYS):
+    merge_on_read = sum(mirror.properties.get(key) == "merge-on-read" for key in WRITE_MODE_KEYS)
+    if mirror.properties.get(FORMAT_PROPERTY) == MirrorFormat.DV.value or merge_on_read * 2 > len(WRITE_MODE_KEYS):
         return MirrorFormat.DV
     return MirrorFormat.COW

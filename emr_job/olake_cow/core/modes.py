@@ -146,16 +146,17 @@ DEFAULT_MIRROR_FORMAT = MirrorFormat.COW
 def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrade: bool = False,
                    mirror_name: str = "the mirror") -> Tuple[MirrorFormat, bool]:
     """(the format this run uses, whether it upgrades an existing cow mirror to dv now). A mirror's
-    format never changes silently: cow -> dv needs --upgrade-mirror (in place, irreversible);
-    dv -> cow needs a rebuild."""
+    format never changes silently: cow -> dv needs --upgrade-mirror (in place, irreversible), or only
+    --mirror-format dv where someone already raised the format version to dv's; dv -> cow needs a
+    rebuild."""
     built = built_format(mirror)
     if built is None:
         return requested or DEFAULT_MIRROR_FORMAT, False
     if requested is None or requested == built:
         return built, False
     if FORMATS[built].upgrades_to == requested:
-        if upgrade:
-            return requested, True
+        if upgrade or mirror.format_version >= FORMATS[requested].format_version:
+            return requested, True  # at dv's format version already: nothing irreversible is left to ask for
         raise MirrorFormatError(
             f"{mirror_name} is a cow mirror (format version {mirror.format_version}) and --mirror-format dv was asked. "
             "Add --upgrade-mirror to upgrade it in place to format version 3 with deletion vectors: this cannot be "
