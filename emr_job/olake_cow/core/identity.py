@@ -81,19 +81,20 @@ def ownership(mirror: TableState, source: str, mirror_name: str, source_uuid: Op
     made = props.get(MADE_BY_PROPERTY) == MADE_BY
     recorded = props.get(SOURCE_PROPERTY)
     commits = _holds_job_commits(mirror)
-    if recorded != source and commits and source_uuid is not None and _newest_source_uuid(mirror) == source_uuid:
+    note = ""
+    held = find_checkpoint(mirror) if recorded != source and commits and source_uuid is not None else None
+    if held is not None and held.source_uuid == source_uuid:
         note = (f"the mirror's {SOURCE_PROPERTY} was {'set to ' + recorded if recorded else 'removed'} by someone "
                 f"else: its commits are of {source} (that table's UUID), so it is set again")
-        owner = ownership(replace(mirror, properties={**props, SOURCE_PROPERTY: source}), source, mirror_name)
-        return replace(owner, note=note) if owner.writable else owner
+        recorded = source
     if recorded and recorded != source and (made or commits):
         return Ownership(Owner.OTHER_SOURCE, (
             f"{mirror_name} is the mirror of {recorded}, not of {source}: nothing was written to it. "
             "Two source namespaces cannot share one mirror namespace; give this one its own --cow-namespace"))
     if made and recorded == source and (commits or mirror.current_id is None):
-        return Ownership(Owner.OURS)
+        return Ownership(Owner.OURS, note=note)
     if not made and commits:
-        return Ownership(Owner.LEGACY)
+        return Ownership(Owner.LEGACY, note=note)
     return Ownership(Owner.FOREIGN, _foreign_reason(mirror_name, made, recorded, commits))
 
 
@@ -123,16 +124,6 @@ def _holds_job_commits(mirror: TableState) -> bool:
     if prop is not None and markers and prop.source_uuid not in {m.source_uuid for m in markers}:
         return False  # a checkpoint of a source none of its commits came from: not written by the job
     return bool(markers) or prop is not None
-
-
-def _newest_source_uuid(mirror: TableState) -> Optional[str]:
-    """The source UUID in the newest checkpoint marker of the mirror's current history, else in the
-    records its publishes set (its snapshots expired)."""
-    chain, _ = ancestors(mirror)
-    marker = next((m for m in (marker_of(s) for s in reversed(chain)) if m is not None), None)
-    for key in (DATA_CHECKPOINT_PROPERTY, CHECKPOINT_PROPERTY):
-        marker = marker or parse_marker(mirror.properties.get(key))
-    return marker.source_uuid if marker is not None else None
 
 
 def _foreign_reason(mirror_name: str, made: bool, recorded: Optional[str], commits: bool) -> str:

@@ -160,9 +160,8 @@ def resolve_format(mirror: TableState, requested: Optional[MirrorFormat], upgrad
         raise MirrorFormatError(
             f"{mirror_name} is a cow mirror (format version {mirror.format_version}) and --mirror-format dv was asked. "
             "Add --upgrade-mirror to upgrade it in place to format version 3 with deletion vectors: this cannot be "
-            "undone, and engines "
-            "that read only format version 2 (Athena, StarRocks) can then no longer read it. Or omit "
-            "--mirror-format to keep cow.")
+            "undone, and engines that read only format version 2 (Athena, StarRocks) can then no longer read it. "
+            "Or omit --mirror-format to keep cow.")
     raise MirrorFormatError(
         f"{mirror_name} is a dv mirror (format version {mirror.format_version}) and --mirror-format cow was asked: "
         "Iceberg tables cannot go back to format version 2, so it must be rebuilt: in readonly mode mirror into "
