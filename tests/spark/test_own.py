@@ -771,29 +771,58 @@ def test_tables_someone_turned_gc_off_on_lose_no_file_to_the_job(make_lake, dest
     lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
-@pytest.mark.parametrize("mode", ["readonly", "truncate"])
-def test_a_mirror_whose_mode_property_someone_edited_is_refused_not_run_in_the_other_mode(make_lake, destinations,
-                                                                                            mode):
+@pytest.mark.parametrize("variant", ["readonly", "truncate", "readonly-of-a-truncated-source"])
+def test_a_mode_property_someone_edited_is_set_back_where_olakes_table_tells_and_refused_where_it_cannot(
+        make_lake, destinations, variant):
     """The mirror's olake-cow.source-mode edited to the other mode, its checkpoint left as the job set
-    it: neither guess is safe (a truncate run of a readonly mirror truncates OLake's table; a readonly
-    rebuild of a truncate mirror loses the rows only it holds), so a run with no --source-mode is
-    refused (exit 2) naming both; OLake's table and the mirror are unchanged and the trigger starts no
-    run. Set back (the advice), the run merges and the mirror equals the resolved source."""
+    it, run with no --source-mode. OLake's table tells the mode when it was never truncated (a readonly
+    mirror) or names this mirror as the one its truncates go into (a truncate mirror): the run takes the
+    checkpoint's mode, notes it, sets the property back and merges (a readonly run leaves OLake's table
+    as it was), and the mirror equals the resolved source; the trigger agrees. Where it cannot tell (a
+    readonly mirror of a table another job truncates: a truncate marker could be forged), neither
+    guess is safe (a truncate run of a readonly mirror truncates OLake's table; a readonly rebuild of a
+    truncate mirror loses the rows only it holds): refused (exit 2) naming the property to set back,
+    OLake's table and the mirror unchanged, the trigger starts no run; set back, the run merges.
+    Before: refused in all three."""
+    mode = "truncate" if variant == "truncate" else "readonly"
     lake = make_lake(destinations["hadoop"], "hadoop", mode)
-    make(lake)
-    assert lake.run() == 0
+    if variant == "readonly-of-a-truncated-source":
+        mirrored_then_truncated_by_another_job(lake)
+    else:
+        make(lake)
+        assert lake.run() == 0
     other = "truncate" if mode == "readonly" else "readonly"
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.source-mode'='{other}')")
     lake.writer.commit("t", [{"_olake_id": "1", "_op_type": "u", "v": 100, "s": "x"},
                              {"_olake_id": "2", "_op_type": "d"}])
-    before = (lake.source("t").metadata_location, lake.mirror("t").current_id)
+    source_before = lake.source("t").metadata_location
+    if variant != "readonly-of-a-truncated-source":
+        assert trigger_sees_work(lake)
+        code, result = _run_without_mode(lake)
+        assert code == 0 and result["status"] == "merged" and result["source_mode"] == mode, result
+        assert any(f"was set to '{other}' by someone else" in n for n in result["notes"]), result["notes"]
+        assert lake.mirror("t").properties["olake-cow.source-mode"] == mode
+        if mode == "readonly":
+            assert lake.source("t").metadata_location == source_before  # never truncated
+        lake.assert_mirror_matches("t", engines=ONE_READER)
+        assert not trigger_sees_work(lake)
+        return
+    before = (source_before, lake.mirror("t").current_id)
     assert lake.run_raw() == 2  # no --source-mode: the mirror's own mode is all there is to go by
     assert (lake.source("t").metadata_location, lake.mirror("t").current_id) == before
     check = trigger_check(lake)
-    assert check.blocked and f"checkpoint is a {mode}-mode one" in str(check.refused), check
+    assert check.blocked and "checkpoint is a readonly-mode one" in str(check.refused), check
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.source-mode'='{mode}')")
     assert lake.run_raw() == 0
     lake.assert_mirror_matches("t", engines=ONE_READER)
+
+
+def _run_without_mode(lake):
+    """(exit code, summary entry of t) of a run with no --source-mode: the mirror's own mode decides."""
+    path = f"{lake.dest_path}.summary-nomode.json"
+    code = lake.run_raw("--summary-out", path, repair_ok=True)
+    with open(path, encoding="utf-8") as f:
+        return code, next(t for t in json.load(f)["tables"] if t["table"] == "t")
 
 
 def _stage_as_the_job(lake, wap_id, sql):
@@ -948,15 +977,9 @@ def test_a_checkpoint_someone_moved_past_olakes_changes_is_not_believed(rlake_en
     assert not trigger_sees_work(lake)
 
 
-@pytest.mark.parametrize("record", ["data-snapshot", "data-checkpoint", "data-rows"])
-def test_one_record_of_the_jobs_publish_someone_set_neither_stops_a_truncate_mirror_nor_costs_a_row(tlake, record):
-    """Someone sets one of olake-cow.data-snapshot (to the publish before), data-checkpoint (to its
-    marker) or data-rows. Every publish sets the three from one snapshot, still in the mirror's
-    metadata, which the current history and the checkpoint property agree with: the run reads the
-    record as the job set it, says so in a note, merges (exit 0, nothing repaired), and the mirror
-    equals the resolved source; the trigger sees only OLake's commit. Before: refused, exit 1, as
-    "committed by someone else" or "rolled back", with advice that named no property."""
-    lake = tlake
+def _two_merges_and_a_record_set(lake, record):
+    """Two merges, then someone sets olake-cow.<record> (data-snapshot to the publish before,
+    data-checkpoint to its marker, data-rows to a number); returns the value set."""
     make(lake, n=30)
     for key in ("3", "4"):
         lake.writer.commit("t", [{"_olake_id": key, "_op_type": "u", "v": 300, "s": "x"}],
@@ -968,6 +991,19 @@ def test_one_record_of_the_jobs_publish_someone_set_neither_stops_a_truncate_mir
               "data-rows": "5"}[record]
     assert forged
     lake.writer.spark.sql(f"ALTER TABLE {lake.mirror_q('t')} SET TBLPROPERTIES ('olake-cow.{record}'='{forged}')")
+    return forged
+
+
+@pytest.mark.parametrize("record", ["data-snapshot", "data-checkpoint", "data-rows"])
+def test_one_record_of_the_jobs_publish_someone_set_neither_stops_a_truncate_mirror_nor_costs_a_row(tlake, record):
+    """Someone sets one of olake-cow.data-snapshot (to the publish before), data-checkpoint (to its
+    marker) or data-rows. Every publish sets the three from one snapshot, still in the mirror's
+    metadata, which the current history and the checkpoint property agree with: the run reads the
+    record as the job set it, says so in a note, merges (exit 0, nothing repaired), and the mirror
+    equals the resolved source; the trigger sees only OLake's commit. Before: refused, exit 1, as
+    "committed by someone else" or "rolled back", with advice that named no property."""
+    lake = tlake
+    forged = _two_merges_and_a_record_set(lake, record)
     assert not trigger_sees_work(lake)
     lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 500, "s": "y"}], pure_deletes=["20"])
     assert trigger_sees_work(lake)
@@ -976,6 +1012,34 @@ def test_one_record_of_the_jobs_publish_someone_set_neither_stops_a_truncate_mir
     assert any(f"olake-cow.{record} was set to" in n for n in result["notes"]), result["notes"]
     lake.assert_mirror_matches("t", engines=ONE_READER)
     assert lake.mirror("t").properties[f"olake-cow.{record}"] != forged  # the publish set it again
+
+
+@pytest.mark.parametrize("record", ["data-snapshot", "data-checkpoint", "data-rows"])
+@pytest.mark.parametrize("variant", ["truncate", "readonly-python"])
+def test_a_record_someone_set_is_set_back_by_the_next_run_before_an_expiry_can_hide_it(make_lake, destinations,
+                                                                                      variant, record):
+    """Someone sets one record of the job's last publish, then a run with nothing to merge, then the
+    job's maintenance expires every snapshot but the current one (the one the record named with it):
+    the run with nothing to merge already set the record back (noted; a dry run does not), so the
+    expiry hides nothing, and OLake's next commit merges right. Before: the record stayed as set, the
+    expiry took the snapshot that told it from the job's, and the next run refused a truncate mirror,
+    exit 1, "committed by someone else", advising a rollback to a snapshot it had just expired."""
+    mode, engine, kind = ("truncate", "spark", "hadoop") if variant == "truncate" else ("readonly", "python", "jdbc")
+    lake = make_lake(destinations[kind], kind, mode)
+    lake.engine = engine
+    forged = _two_merges_and_a_record_set(lake, record)
+    assert lake.run("--dry-run") == 0
+    assert lake.mirror("t").properties[f"olake-cow.{record}"] == forged  # a dry run writes nothing
+    code, result = lake.run_summary()
+    assert code == 0 and result["engine"] == engine and not result["merges"], result
+    assert any(f"olake-cow.{record} was set to" in n for n in result["notes"]), result["notes"]
+    assert lake.mirror("t").properties[f"olake-cow.{record}"] != forged
+    assert lake.run("--maintenance-only", "--expire-mirror-older-than", "0", "--engine", "spark") == 0
+    assert len(lake.mirror("t").snapshots) == 1
+    lake.writer.commit("t", [{"_olake_id": "5", "_op_type": "u", "v": 500, "s": "y"}], pure_deletes=["20"])
+    code, result = lake.run_summary()
+    assert code == 0 and result["status"] == "merged" and not result.get("repaired"), result
+    lake.assert_mirror_matches("t", engines=ONE_READER)
 
 
 @pytest.mark.parametrize("change", ["update", "absent-delete"])

@@ -191,20 +191,56 @@ def test_a_readonly_mirror_to_be_made_anew_is_not_when_its_metadata_shows_the_dr
     assert not isinstance(plan_table(src, same, SourceMode.READONLY, TableAsk()), Blocked)
 
 
-@pytest.mark.parametrize("recorded, refused", [("readonly", False), ("truncate", True), ("bogus", False),
-                                               (None, False)])
-def test_a_mode_property_that_contradicts_the_checkpoint_is_refused_before_anything_runs(recorded, refused):
-    """A readonly checkpoint (it carries a sequence number) under a property someone set to truncate: a
-    truncate run would truncate OLake's table. A value that is no mode is the checkpoint's to decide."""
+@pytest.mark.parametrize("recorded, held, source, told", [
+    ("readonly", "readonly", "clean", "readonly"),
+    ("bogus", "readonly", "clean", "readonly"),  # a value that is no mode is the checkpoint's to decide
+    (None, "readonly", "clean", "readonly"),
+    # the property set to truncate over a readonly checkpoint: OLake's table was never truncated
+    ("truncate", "readonly", "clean", "readonly"),
+    ("truncate", "readonly", "marked", None),  # some job truncates it: the marker may be forged
+    ("truncate", "readonly", "boundary", None),
+    ("truncate", "readonly", "other-uuid", None),  # not even this source's marker
+    # the property set to readonly over a truncate checkpoint: OLake's table names this mirror
+    ("readonly", "truncate", "marked", "truncate"),
+    ("readonly", "truncate", "marked-elsewhere", None),  # another mirror's truncates
+    ("readonly", "truncate", "clean", None),
+    ("readonly", "truncate", "boundary", None),  # an older job's boundary does not name the mirror
+])
+def test_a_mode_property_that_contradicts_the_checkpoint_is_set_back_only_where_olakes_table_tells(
+        recorded, held, source, told):
+    """Someone set olake-cow.source-mode against the checkpoint (a readonly one carries a sequence
+    number, a truncate one names a boundary). OLake's table tells which one is the job's when it
+    names this mirror as the one its truncates go into (truncate) or was never truncated (readonly):
+    the run takes that mode and sets the property back (noted). Otherwise either guess could cost
+    data (a truncate run truncates OLake's table, a readonly rebuild of a truncate mirror drops the
+    rows only it holds): refused before anything runs, naming the property to set back."""
+    from olake_cow.core.checkpoint import TRUNCATED_INTO_PROPERTY
     from olake_cow.core.errors import SourceModeError
+    from olake_cow.core.mirror_props import set_back
     from olake_cow.core.modes import MODE_PROPERTY, resolve_mode
 
-    m = ours(snap(5, None, wap=M1), props={MODE_PROPERTY: recorded} if recorded else {})
-    if refused:
-        with pytest.raises(SourceModeError, match="checkpoint is a readonly-mode one"):
-            resolve_mode(SRC, m, None, "sales_cow.t_cow")
+    marker = M1 if held == "readonly" else Marker(UUID, 1).wap_id
+    if source == "other-uuid":
+        marker = Marker("x", 10, 1).wap_id
+    m = ours(snap(5, None, wap=marker), props={MODE_PROPERTY: recorded} if recorded else {})
+    into = {"marked": "sales_cow.T_cow", "marked-elsewhere": "other_cow.t_cow"}.get(source)
+    if source == "boundary":
+        src = table(snap(1, None), snap(2, 1, "delete", boundary=True, adds=0, removes=1), uuid=UUID)
     else:
-        assert resolve_mode(SRC, m, None, "sales_cow.t_cow") == SourceMode.READONLY
+        src = table(snap(1, None), uuid=UUID, props={TRUNCATED_INTO_PROPERTY: into} if into else None)
+    if told is None:
+        with pytest.raises(SourceModeError, match=f"checkpoint is a {held}-mode one.*set the property back"):
+            resolve_mode(src, m, None, "sales_cow.t_cow")
+        assert set_back(src, m, "sales_cow.t_cow") == ({}, [])
+        return
+    assert resolve_mode(src, m, None, "sales_cow.t_cow") == SourceMode(told)
+    reset, notes = set_back(src, m, "sales_cow.t_cow")
+    if recorded in ("readonly", "truncate") and recorded != told:
+        assert reset == {MODE_PROPERTY: told} and f"was set to {recorded!r} by someone else" in notes[0], notes
+        with pytest.raises(SourceModeError, match="a run does not change that"):  # asked for the edited one
+            resolve_mode(src, m, SourceMode(recorded), "sales_cow.t_cow")
+    else:
+        assert reset == {} and notes == []
 
 
 # --- another job's truncates of a readonly mirror's source ----------------------------------------------

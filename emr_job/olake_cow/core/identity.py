@@ -216,6 +216,17 @@ def edited_record(mirror: TableState) -> Optional[str]:
     return _as_published(mirror)[1] if mirror.exists else None
 
 
+def published_records(mirror: TableState) -> Mapping[str, str]:
+    """The records of the job's last publish someone set, with the values the job set them to
+    (empty: none was). A run sets them back before anything else: the snapshot they are read by
+    (_as_published) may be expired next, by the job's maintenance or the user's, and then the record
+    someone set could no longer be told from the job's."""
+    if not mirror.exists:
+        return {}
+    fixed = _as_published(mirror)[0]
+    return {k: v for k, v in fixed.properties.items() if mirror.properties.get(k) != v}
+
+
 def _as_published(mirror: TableState) -> Tuple[TableState, Optional[str]]:
     """`mirror` with the records of its last publish as the job set them, and a note naming the one
     someone set. Every publish sets olake-cow.data-snapshot, olake-cow.data-checkpoint and

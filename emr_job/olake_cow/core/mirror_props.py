@@ -1,12 +1,12 @@
 """The table properties the job keeps on a mirror before every merge, whichever engine merges."""
 import logging
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
 from .formats import FORMATS, WRITE_MODE_KEYS, MirrorFormat, built_format
-from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY
-from .modes import DeleteMode, SourceMode
+from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, edited_record, published_records
+from .modes import DeleteMode, SourceMode, mode_set_back
 from .snapshots import TableState
 
 log = logging.getLogger("olake_cow")
@@ -34,6 +34,16 @@ def new_mirror_properties(fmt: MirrorFormat, mode: SourceMode, source_name: str,
             MADE_BY_PROPERTY: MADE_BY, SOURCE_PROPERTY: source_name, MODE_PROPERTY: mode.value,
             DELETE_MODE_PROPERTY: str(delete_mode),
             TARGET_FILE_SIZE: target_file_size(target_file_mb or DEFAULT_TARGET_FILE_MB)}
+
+
+def set_back(source: TableState, mirror: TableState, mirror_name: str) -> Tuple[Dict[str, str], List[str]]:
+    """(the job's properties someone set that the run reads as the job set them, with the values to
+    set back; a note for each). A run sets them back before it writes anything else: a record of the
+    last publish is told from the job's only while the snapshot it names is there, which the next
+    expiry may take (identity.published_records); the mode property as OLake's table tells it
+    (modes.mode_set_back)."""
+    mode, mode_note = mode_set_back(source, mirror, mirror_name)
+    return {**published_records(mirror), **mode}, [n for n in (edited_record(mirror), mode_note) if n]
 
 
 def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, target_file_mb: Optional[int],

@@ -12,7 +12,7 @@ changes the mode of an existing mirror: asking for the other one is an error tha
 switch.
 """
 from enum import Enum
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from .checkpoint import MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
 from .errors import ConfigError, MirrorFormatError, SourceModeError
@@ -73,9 +73,10 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     mode, and before the first build of a mirror of a table another job truncates (it would lack the
     rows that job moved out)."""
     built = built_mode(source, mirror, mirror_name)
-    edited = _edited_mode(mirror, mirror_name)
-    if edited:
-        raise SourceModeError(edited)
+    if _mode_disagrees(mirror):
+        built = _told_mode(source, mirror, mirror_name)
+        if built is None:
+            raise SourceModeError(_edited_mode(mirror, mirror_name))
     if built is None:
         into = truncated_into(source)  # not this mirror's: built_mode would have said truncate
         if into:
@@ -86,14 +87,53 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     return built
 
 
-def _edited_mode(mirror: TableState, mirror_name: str) -> Optional[str]:
-    """Why the mirror's mode cannot be told: its mode property and its checkpoint (set with every
-    merge) say different modes, so someone edited one. Either guess could cost data: a truncate run
-    truncates OLake's table, a readonly rebuild of a truncate mirror drops the rows only it holds."""
+def _mode_disagrees(mirror: TableState) -> bool:
+    """Whether the mirror's mode property and its checkpoint (set with every merge) say different
+    modes: someone edited one of them."""
     recorded = mirror.properties.get(MODE_PROPERTY) if mirror.exists else None
     held = checkpoint_mode(mirror) if recorded in {m.value for m in SourceMode} else None
-    if held is None or recorded == held.value:
+    return held is not None and recorded != held.value
+
+
+def _told_mode(source: TableState, mirror: TableState, mirror_name: str) -> Optional[SourceMode]:
+    """The mode of a mirror whose mode property and checkpoint disagree, where OLake's table tells
+    which one someone edited (None: it does not). A truncate checkpoint is believed when OLake's table
+    names this mirror as the one its rows are truncated into (no readonly mirror's run truncates it);
+    a readonly one when nothing ever truncated OLake's table (no mark, no boundary in its history).
+    Anything else could be a forged marker: a wrong guess truncates OLake's table, or rebuilds the
+    only complete copy without the rows only it holds."""
+    checkpoint, held, into = find_checkpoint(mirror), checkpoint_mode(mirror), truncated_into(source)
+    if checkpoint is None or checkpoint.source_uuid != source.uuid:  # not even this source's marker
         return None
+    if held == SourceMode.TRUNCATE and into and _same_name(into, mirror_name):
+        return held
+    if held == SourceMode.READONLY and not into and not any(s.is_boundary for s in ancestors(source)[0]):
+        return held
+    return None
+
+
+def mode_set_back(source: TableState, mirror: TableState, mirror_name: str) -> Tuple[Dict[str, str], Optional[str]]:
+    """(the mode property to set back, a note) when someone set it and OLake's table tells the mode
+    (_told_mode); ({}, None) otherwise."""
+    if not _mode_disagrees(mirror):
+        return {}, None
+    told = _told_mode(source, mirror, mirror_name)
+    if told is None:
+        return {}, None
+    return {MODE_PROPERTY: told.value}, (
+        f"{mirror_name}'s {MODE_PROPERTY} was set to {mirror.properties.get(MODE_PROPERTY)!r} by someone else: its "
+        f"checkpoint is a {told.value}-mode one, and OLake's table "
+        + ("names it as the mirror its rows are truncated into" if told == SourceMode.TRUNCATE
+           else "was never truncated") + f" (read as {told.value}; set back)")
+
+
+def _edited_mode(mirror: TableState, mirror_name: str) -> str:
+    """Why the mirror's mode cannot be told (_mode_disagrees and not _told_mode). Either guess could
+    cost data: a truncate run truncates OLake's table, a readonly rebuild of a truncate mirror drops
+    the rows only it holds."""
+    recorded = mirror.properties.get(MODE_PROPERTY)
+    held = checkpoint_mode(mirror)
+    assert held is not None
     return (f"{mirror_name}'s {MODE_PROPERTY} is {recorded!r} but its checkpoint is a {held.value}-mode one: someone "
             "edited one of them, and the job cannot tell which mode the mirror was built in. Nothing was written or "
             f"truncated. If it was built in {held.value} mode, set the property back (ALTER TABLE {mirror_name} SET "

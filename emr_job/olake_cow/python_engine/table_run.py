@@ -20,8 +20,8 @@ from ..core.errors import (
 )
 from ..core.failure import fail_table
 from ..core.identifiers import MIRROR_SUFFIX
-from ..core.identity import edited_record, ownership, source_problem
-from ..core.mirror_props import kept_properties
+from ..core.identity import ownership, source_problem
+from ..core.mirror_props import kept_properties, set_back
 from ..core.modes import Engine, MirrorFormat, SourceMode, resolve_format, resolve_mode
 from ..core.options import JobOptions
 from ..core.planner import describe_table, plan_table, rebuild_reason, repair_reason
@@ -86,11 +86,10 @@ class PythonTableRun:
         refusal = python_refusal(source, mirror, mode, fmt, upgrade, self.opts.ask)
         if refusal:
             raise HandOver(refusal)
-        # the rows another job's truncates took, which the mirror keeps; a record of its publish someone set
-        for note in filter(None, [owner.note, other_truncates_note(source, mirror, self.name), edited_record(mirror)]):
-            self.result.notes.append(note)
+        for note in filter(None, [owner.note, other_truncates_note(source, mirror, self.name)]):  # the rows
+            self.result.notes.append(note)  # another job's truncates took, which the mirror keeps
             self.say("%s", note)
-        self._loop(src, source, mir, mirror)
+        self._loop(src, source, *_set_back(self, source, mir, mirror))
 
     def _fits(self, source: TableState, mirror: TableState, rebuild: bool = False) -> None:
         """Hand over what is over budget (metadata only); the rest the Spark engine must do was handed
@@ -187,6 +186,20 @@ class PythonTableRun:
         self.result.merges += 1
         self.say("merged source snapshot %s: %d row(s) upserted, %d key(s) deleted", step.target.snapshot_id,
                  cs.counts.upserts, cs.counts.deletes)
+
+
+def _set_back(run: PythonTableRun, source: TableState, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:
+    """The mirror after the job's properties someone set are set back (mirror_props.set_back), noted."""
+    reset, notes = set_back(source, mirror, run.result.mirror)
+    for note in notes:
+        run.result.notes.append(note)
+        run.say("%s", note)
+    if not reset or run.opts.dry_run:
+        return mir, mirror
+    with mir.transaction() as tx:
+        tx.set_properties(reset)
+    run.say("set back %s", ", ".join(sorted(reset)))
+    return load(run.catalog, run.opts.cow_namespace, run.mirror)
 
 
 def keep_properties(catalog: Any, opts: JobOptions, table: str, mir: Any, mirror: TableState) -> Tuple[Any, TableState]:

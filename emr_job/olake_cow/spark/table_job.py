@@ -15,7 +15,8 @@ from ..core.config import DestinationConfig
 from ..core.errors import ForeignMirrorError, NotOlakeTableError, OlakeCowError, SourceModeError, TableNotFoundError
 from ..core.formats import MirrorFormat, built_format
 from ..core.identifiers import MIRROR_SUFFIX, qualified
-from ..core.identity import edited_record, ownership, source_problem
+from ..core.identity import ownership, source_problem
+from ..core.mirror_props import set_back
 from ..core.modes import SourceMode, resolve_format, resolve_mode, upgrade_waits
 from ..core.options import JobOptions
 from ..core.planner import rebuild_reason, repair_reason
@@ -100,6 +101,7 @@ class TableJob:
                 return self.result
             mode = self._mode(source, mirror)
             fmt, upgrade = _format(source, mirror, self.opts, self.result)
+            mirror = _set_back(self, source, mirror)
             path = path_for(mode, fmt)  # the one place a table's (mode, format) is resolved
             self.result.source_mode, self.result.mirror_format = mode.value, fmt.value
             if upgrade and not self.opts.dry_run:
@@ -153,9 +155,9 @@ class TableJob:
         owner = ownership(mirror, name, self.result.mirror, source.uuid)
         if not owner.writable:
             raise ForeignMirrorError(owner.reason)
-        for note in filter(None, [owner.note, edited_record(mirror)]):  # what someone set, read as the job set it
-            self.result.notes.append(note)
-            self.say("%s", note)
+        if owner.note:  # a source name someone set, read as the job set it
+            self.result.notes.append(owner.note)
+            self.say("%s", owner.note)
         if not source.key_required and self.session.sql(
                 f"SELECT 1 FROM {self.source_q} WHERE _olake_id IS NULL LIMIT 1").count():
             raise NotOlakeTableError(f"table {name} has rows whose _olake_id is NULL; OLake never writes them and "
@@ -191,6 +193,19 @@ class TableJob:
             text = f"verify: {found.describe()}"
             self.result.fail(OlakeCowError(text), text)
             self.result.status = TableStatus.VERIFY_FAILED
+
+
+def _set_back(job: TableJob, source: TableState, mirror: TableState) -> TableState:
+    """The mirror after the job's properties someone set are set back (mirror_props.set_back), noted."""
+    reset, notes = set_back(source, mirror, job.result.mirror)
+    for note in notes:
+        job.result.notes.append(note)
+        job.say("%s", note)
+    if not reset or job.opts.dry_run:
+        return mirror
+    job._shared.set_properties(job.opts.cow_namespace, job.mirror, reset)
+    job.say("set back %s", ", ".join(sorted(reset)))
+    return job.mirror_state()
 
 
 def _format(source: TableState, mirror: TableState, opts: JobOptions, result: TableResult) -> Tuple[MirrorFormat, bool]:
