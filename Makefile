@@ -136,7 +136,8 @@ SPARK4_PLANNER := without_tombstone or keys_outside_the_change_sets or duplicate
 # test_writer.py: the tests' OLake-like writer writes data files through Iceberg's Java API, which
 # each Iceberg line spells its own way.
 SPARK4_OWN := carrying_only_the_made_by or second_job_truncating or another_job_truncates or remembers_another or expired_before_it_ran or expired_resumes or summary_inside \
-	or decide_alike or ending_in_cow or given_as_a_source or (own and jdbc) or first_truncate_build or dropped_truncate_mirror
+	or decide_alike or ending_in_cow or given_as_a_source or (own and jdbc) or first_truncate_build or dropped_truncate_mirror \
+	or set_back_by_the_next_run
 SPARK4_SKIP ?= not ($(SPARK4_OWN)) and not backlog_of_many_commits and not checkpoint_found_in_a_long_history and not switch_from_equality \
 	and not (olakes_delete_modes and (equality or position)) and not (glue and dv) and not ($(SPARK4_PLANNER)) \
 	and not (test_engines and not (take_over or makes_the_mirror)) and not (test_mirror and (readonly-dv or truncate-cow)) \

@@ -1,12 +1,12 @@
-"""A determined user between OLake's commits and the job's runs, at random: what they do to the
-mirror (a DELETE, an UPDATE, a column added, a rollback, properties, one of the job's own properties
-set or removed, an expiry) and to OLake's table (a DELETE, compaction, expiry), with runs, dry runs
-and maintenance in between. After every run: a success leaves the mirror equal to the writer's
-model; a refusal leaves OLake's table (truncate mode) and the mirror as they were, advises nothing
-that drops data, and its advice is followed here (the rollback or set_current_snapshot it names,
-dropping the column the user added, --resume-from-source) until a run succeeds. Each seed is one
-fixed sequence: more with USER_ACTION_SEEDS=N (and USER_ACTION_STEPS, USER_ACTION_SALT for other
-sequences)."""
+"""A determined user between OLake's commits and the job's runs, at random: what they do to the mirror
+(a DELETE, an UPDATE, a column added, a rollback, properties, one of the job's own properties set or
+removed, an expiry) and to OLake's table (a DELETE, compaction, expiry, a column added, widened or
+renamed), with runs, dry runs and maintenance in between. After every run: a success leaves the
+mirror equal to the writer's model; a refusal leaves OLake's table (truncate mode) and the mirror as
+they were, advises nothing that drops data, and its advice is followed here (the rollback or
+set_current_snapshot it names, dropping the column the user added, --resume-from-source) until a run
+succeeds. Each seed is one fixed sequence: more with USER_ACTION_SEEDS=N (and USER_ACTION_STEPS,
+USER_ACTION_SALT for other sequences)."""
 import os
 import random
 import re
@@ -46,6 +46,7 @@ class UserActions:
         self.records: Dict[str, Optional[str]] = {}  # properties of the job's a user set (None: removed)
         self.trail: List[str] = []
         self.next_key = 1000
+        self.widened = False
 
     def keys(self) -> List[str]:
         return sorted(self.lake.writer.model("t").rows)
@@ -91,13 +92,16 @@ class UserActions:
 
     def mirror_record(self) -> None:
         """One property of the job's set or removed: a record of its last publish (while the snapshot
-        it is of is still there: after an expiry the record is the only one), the format, the source."""
+        it is of is still there: after an expiry the record is the only one), the format, the source,
+        the mode (OLake's table tells it: no second job truncates it here)."""
         mirror = self.lake.mirror("t")
         current = mirror.snapshot(mirror.current_id)
         parent = mirror.snapshot(current.parent_id) if current is not None else None
         other = {"cow": "dv", "dv": "cow"}[self.lake.fmt]
+        flipped = {"readonly": "truncate", "truncate": "readonly"}[self.lake.mode]
         choices = [("olake-cow.mirror-format", other), ("olake-cow.mirror-format", None),
-                   ("olake-cow.source-table", "crm.t"), ("olake-cow.source-table", None)]
+                   ("olake-cow.source-table", "crm.t"), ("olake-cow.source-table", None),
+                   ("olake-cow.source-mode", flipped)]
         if mirror.snapshot(int(mirror.properties.get("olake-cow.data-snapshot", "0"))) is not None:
             choices.append(("olake-cow.data-rows", str(self.rng.randint(0, 99))))
             if parent is not None and parent.summary.get("wap.id"):
@@ -119,6 +123,19 @@ class UserActions:
         # an expiry over their own change, or over a record they set, is out of reach
         if not (self.changed_rows or self.columns or self.records_pending()):
             self.call("expire_snapshots", self.lake.cow_ns + ".t_cow", None, 1)
+
+    def source_schema(self) -> None:
+        """OLake widens v (int to bigint, as its source database's column grew), or someone renames a
+        column OLake added (the rows keep their values under the new name)."""
+        added = sorted(n for n in self.lake.source("t").fields.values() if n.startswith("oc"))
+        if added and self.rng.random() < 0.5:
+            name = self.rng.choice(added)
+            self.lake.writer.rename_column("t", name, "rn" + name[2:])
+            self.trail[-1] += f" rename {name}"
+        elif not self.widened:
+            self.lake.writer.widen_column("t", "v", "bigint")
+            self.widened = True
+            self.trail[-1] += " widen v"
 
     def source_expiry(self) -> None:
         self.call("expire_snapshots", self.lake.ns + ".t", None, self.rng.randint(1, 3))
@@ -197,6 +214,7 @@ def test_a_determined_users_actions_between_syncs_never_cost_a_row(make_lake, de
                "mirror property": (1, user.mirror_property), "mirror expiry": (1, user.mirror_expiry),
                "mirror record": (1, user.mirror_record),
                "source column": (1, lambda: lake.writer.add_column("t", f"oc{len(user.trail)}", "string")),
+               "source schema": (1, user.source_schema),
                "source expiry": (1, user.source_expiry),
                "source compaction": (1, lambda: lake.writer.rewrite_files("t")),
                "source delete": (1, user.source_delete), "dry run": (1, lambda: user.run("--dry-run")),

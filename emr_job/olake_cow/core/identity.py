@@ -212,7 +212,7 @@ def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool,
 
 def edited_record(mirror: TableState) -> Optional[str]:
     """A note naming the record of the job's last publish that someone set, which the job reads as it
-    set it (None: none was): the next publish sets it again."""
+    set it (None: none was): a run sets it back (published_records)."""
     return _as_published(mirror)[1] if mirror.exists else None
 
 
@@ -250,7 +250,7 @@ def _as_published(mirror: TableState) -> Tuple[TableState, Optional[str]]:
             return mirror, None
         return _with(mirror, DATA_ROWS_PROPERTY, str(rows)), (
             f"the mirror's {DATA_ROWS_PROPERTY} was set to {left} by someone else: snapshot {published}, which the job "
-            f"published and recorded it for, shows {rows} rows (read as such; the next publish sets it again)")
+            f"published and recorded it for, shows {rows} rows (read as such; a run sets it back)")
     chain, _ = ancestors(mirror)
     last = _newest_marker(chain)
     held = chain[last] if last is not None else None
@@ -259,14 +259,14 @@ def _as_published(mirror: TableState) -> Tuple[TableState, Optional[str]]:
     if marker is not None and is_snapshot(held, named.snapshot_id):
         return _with(mirror, DATA_CHECKPOINT_PROPERTY, marker.wap_id), (
             f"the mirror's {DATA_CHECKPOINT_PROPERTY} was set to {data_value} by someone else: snapshot {published}, "
-            f"which the job published and the mirror holds, carries {marker.wap_id} (read as such; the next publish "
-            "sets it again)")
+            f"which the job published and the mirror holds, carries {marker.wap_id} (read as such; a run sets it "
+            "back)")
     if marker_of(held) == data:
         picked = held.summary.get(Summary.SOURCE_SNAPSHOT_ID) if Summary.PUBLISHED_WAP_ID in held.summary else None
         own = picked or str(held.snapshot_id)  # a cherry-pick records the snapshot it picked
         return _with(mirror, DATA_SNAPSHOT_PROPERTY, own), (
             f"the mirror's {DATA_SNAPSHOT_PROPERTY} was set to {published} by someone else: snapshot {own}, which the "
-            f"mirror holds, carries the data checkpoint {data_value} (read as such; the next publish sets it again)")
+            f"mirror holds, carries the data checkpoint {data_value} (read as such; a run sets it back)")
     return mirror, None
 
 

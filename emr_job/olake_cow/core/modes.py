@@ -124,7 +124,7 @@ def mode_set_back(source: TableState, mirror: TableState, mirror_name: str) -> T
         f"{mirror_name}'s {MODE_PROPERTY} was set to {mirror.properties.get(MODE_PROPERTY)!r} by someone else: its "
         f"checkpoint is a {told.value}-mode one, and OLake's table "
         + ("names it as the mirror its rows are truncated into" if told == SourceMode.TRUNCATE
-           else "was never truncated") + f" (read as {told.value}; set back)")
+           else "was never truncated") + f" (read as {told.value}; a run sets it back)")
 
 
 def _edited_mode(mirror: TableState, mirror_name: str) -> str:
