@@ -119,6 +119,19 @@ def test_a_readonly_mirror_of_a_source_another_job_truncates_is_never_rebuilt_fr
     lake.writer.spark.sql(f"CALL {lake.catalog}.system.rollback_to_snapshot('{lake.cow_ns}.t_cow', {snapshot})")
     assert lake.run() == 0  # the advice followed: every row back, OLake's new change merged
     lake.assert_mirror_matches("t", engines=ONE_READER)
+    # OLake's history expired past the snapshot the mirror holds (the other job's maintenance does not
+    # wait for it): no rollback can help (before: the advice named a rollback to the current snapshot)
+    lake.writer.commit("t", [{"_olake_id": "6", "_op_type": "u", "v": 66}])
+    assert lake.run_raw("--cow-namespace", lake.ns + "_other", *OTHER_JOB) == 0
+    lake.writer.commit("t", [{"_olake_id": "7", "_op_type": "u", "v": 77}])
+    expire_source(lake)
+    before = kept(lake, lake.mirror_q("t"))
+    code, result = lake.run_summary()
+    assert code == 1 and "cannot be merged further" in result["error"], result
+    assert "rollback" not in result["error"] and keeps_data(result["error"]), result["error"]
+    assert f"mirror {lake.ns}_other.t_cow is the table's complete copy" in result["error"], result["error"]
+    assert kept(lake, lake.mirror_q("t")) == before
+    assert trigger_check(lake).blocked
 
 
 def expire_source(lake):

@@ -24,6 +24,10 @@ SALT = os.environ.get("USER_ACTION_SALT", "")
 VARIANTS = [("truncate", "cow", "hadoop"), ("truncate", "dv", "hadoop"), ("truncate", "cow", "jdbc"),
             ("readonly", "dv", "hadoop"), ("readonly", "cow", "jdbc")]  # readonly cow on jdbc: either engine
 RESTORE = re.compile(r"(rollback_to_snapshot|set_current_snapshot)\('<mirror>', (\d+)\)")
+SET_MODE_BACK = re.compile(r"property back \(ALTER TABLE \S+ SET TBLPROPERTIES \('olake-cow.source-mode'='(\w+)'")
+# A readonly mirror a second job's truncates keep from a rebuild, when OLake's table no longer leads
+# from the snapshot it holds: it keeps its rows and merges no more (what is left: a readonly resume).
+STUCK = "cannot be merged further while OLake's table does not lead from the snapshot it holds"
 USER_COLUMN = re.compile(r"the mirror's column (\w+) is in no schema of its source")
 MIRROR_PROPS = [("write.delete.mode", "merge-on-read"), ("write.update.mode", "copy-on-write"),
                 ("write.target-file-size-bytes", "1000"), ("write.metadata.metrics.default", "none"),
@@ -47,6 +51,9 @@ class UserActions:
         self.trail: List[str] = []
         self.next_key = 1000
         self.widened = False
+        self.second_mode = rng.choice(["readonly", "truncate"])
+        self.truncated_by_second = False
+        self.stuck = False  # see STUCK: the sequence ends there
 
     def keys(self) -> List[str]:
         return sorted(self.lake.writer.model("t").rows)
@@ -137,11 +144,29 @@ class UserActions:
             self.widened = True
             self.trail[-1] += " widen v"
 
+    def second_job(self) -> None:
+        """A second olake-cow job on OLake's table, into another namespace, in one mode for the whole
+        sequence. Of a truncate mirror's source: refused (exit 2), nothing written or truncated (its
+        mirror would lack the rows the first job moved out). Of a readonly mirror's: it runs (a
+        truncate one truncates OLake's table, whose rows the first mirror keeps)."""
+        source, mirror = self.lake.source_metadata(), kept(self.lake, self.lake.mirror_q("t"))
+        path = f"{self.lake.dest_path}.second-{len(self.trail)}.json"
+        code = self.lake.run_raw("--cow-namespace", self.lake.ns + "_second", "--source-mode", self.second_mode,
+                                 "--summary-out", path, repair_ok=True)
+        self.trail[-1] += f" {self.second_mode} -> {code}"
+        assert kept(self.lake, self.lake.mirror_q("t")) == mirror, (self.trail, "the first job's mirror changed")
+        if self.lake.mode == "truncate":
+            assert code == 2 and self.lake.source_metadata() == source, (self.trail, "a second job ran")
+            return
+        assert code == 0, (self.trail, open(path, encoding="utf-8").read()[-2000:])
+        self.truncated_by_second |= self.second_mode == "truncate"
+
     def source_expiry(self) -> None:
         self.call("expire_snapshots", self.lake.ns + ".t", None, self.rng.randint(1, 3))
 
     def source_delete(self) -> None:
-        if self.lake.mode == "readonly" and self.keys():  # truncate: the model holds rows OLake's table no longer does
+        # truncate (this job's or a second one's): the model holds rows OLake's table no longer does
+        if self.lake.mode == "readonly" and not self.truncated_by_second and self.keys():
             key = self.rng.choice(self.keys())
             self.lake.writer.delete_where("t", f"_olake_id = '{key}'", lambda r: r.get("_olake_id") == key)
 
@@ -167,15 +192,22 @@ class UserActions:
             self.changed_rows, self.columns = False, []
             return
         error = result["error"] or ""
-        assert code == 1 and keeps_data(error), (self.trail, error)
+        assert (code == 1 or (code == 2 and SET_MODE_BACK.search(error))) and keeps_data(error), (self.trail, error)
         if self.lake.mode == "truncate":
             assert self.lake.source_metadata() == source, (self.trail, "OLake's table changed by a refusal", error)
         assert kept(self.lake, self.lake.mirror_q("t")) == mirror, (self.trail, "the mirror changed", error)
         self.follow(error)
 
     def follow(self, error: str) -> None:
-        column, restore = USER_COLUMN.search(error), RESTORE.search(error)
-        if column and column.group(1) in self.columns:
+        column, restore, mode = USER_COLUMN.search(error), RESTORE.search(error), SET_MODE_BACK.search(error)
+        if STUCK in error:  # OLake's table, expired or rolled back past it, truncated by a second job
+            assert self.truncated_by_second, (self.trail, error)
+            self.stuck = True
+            return
+        if mode:  # a flipped mode property OLake's table cannot tell (a second job truncates it)
+            assert mode.group(1) == self.lake.mode, (self.trail, error)
+            self.on_mirror(f"ALTER TABLE {{m}} SET TBLPROPERTIES ('olake-cow.source-mode'='{mode.group(1)}')")
+        elif column and column.group(1) in self.columns:
             self.on_mirror(f"ALTER TABLE {{m}} DROP COLUMN {column.group(1)}")
             self.columns.remove(column.group(1))
         elif restore and self.changed_rows:
@@ -214,7 +246,7 @@ def test_a_determined_users_actions_between_syncs_never_cost_a_row(make_lake, de
                "mirror property": (1, user.mirror_property), "mirror expiry": (1, user.mirror_expiry),
                "mirror record": (1, user.mirror_record),
                "source column": (1, lambda: lake.writer.add_column("t", f"oc{len(user.trail)}", "string")),
-               "source schema": (1, user.source_schema),
+               "source schema": (1, user.source_schema), "second job": (1, user.second_job),
                "source expiry": (1, user.source_expiry),
                "source compaction": (1, lambda: lake.writer.rewrite_files("t")),
                "source delete": (1, user.source_delete), "dry run": (1, lambda: user.run("--dry-run")),
@@ -224,11 +256,15 @@ def test_a_determined_users_actions_between_syncs_never_cost_a_row(make_lake, de
         name = user.rng.choices(names, weights=[actions[n][0] for n in names])[0]
         user.trail.append(name)
         actions[name][1]()
+        if user.stuck:
+            return
     for _ in range(5):  # the end: the user follows the advice until a run succeeds
         code, result = lake.run_summary()
         if code == 0:
             break
         user.trail.append("run -> 1")
         user.follow(result["error"] or "")
+        if user.stuck:
+            return
     assert code == 0, (user.trail, result)
     user.check_mirror()

@@ -130,7 +130,7 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
         return Blocked(f"this readonly mirror would be rebuilt from OLake's table ({pos.reason}), but another "
                        f"olake-cow job truncates that table in truncate mode ({truncated}): it no "
                        "longer holds the rows that job moved into its own mirror, so nothing was written. "
-                       + restore_advice(mirror))
+                       + (restore_advice(mirror) if pos.repair else _stuck_advice(source, mirror)))
     # A rebuild takes what the source holds now; an incremental merge keeps what a truncate moved out.
     record = _record_truncates(source, pos.pending) if pos.since is not None else ()
     merge = Merge(pos.target, pos.target.snapshot_id, pos.since is None, pos.since, pos.reason, record)
@@ -144,6 +144,20 @@ def plan(source: TableState, mirror: TableState, target_id: Optional[int] = None
     if not any(changes_readonly_mirror(s) for s in pos.pending):
         return Advance(pos.target, record)
     return merge
+
+
+def _stuck_advice(source: TableState, mirror: TableState) -> str:
+    """What a readonly mirror as the job left it can do when OLake's table no longer leads from the
+    snapshot it holds (expired or rolled back) and another job's truncates keep a rebuild out: a
+    rollback of the mirror changes nothing, dropping it loses the rows only it and that job hold."""
+    into, held = truncated_into(source), find_checkpoint(mirror, source)
+    copy = f"That job's mirror {into}" if into else "That job's mirror"
+    back = f"snapshot {held.snapshot_id} or one after it" if held is not None else "the snapshot this mirror holds"
+    return ("The mirror keeps every row it holds, as the job left it, but cannot be merged further while OLake's "
+            f"table does not lead from the snapshot it holds. {copy} is the table's complete copy: read it. Do "
+            "not drop the mirror (a rebuild would lack those rows). If someone rolled OLake's table back, set it "
+            f"to {back}; if its snapshots were expired, keep them longer than this mirror lags (the truncating "
+            "job's --expire-source-older-than does not wait for this mirror)")
 
 
 def other_truncates(source: TableState, mirror: TableState) -> List[int]:
