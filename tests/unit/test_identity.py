@@ -177,6 +177,25 @@ def test_one_record_of_the_jobs_publish_someone_set_is_read_as_the_job_set_it():
         assert foreign_change(dataclasses.replace(hidden, current_id=2)) is None, key  # the advice followed
 
 
+def test_a_rollback_past_the_jobs_last_publish_onto_a_rewrite_is_seen_after_an_expiry():
+    """The job's maintenance compacts (rewrite 5) and expires every older snapshot; its next publish 6
+    is on 5. Someone rolls the mirror back to 5: no marker is in the current history, 5's parent is
+    gone and 5 shows as many rows as 6 (an update, an insert and a delete), so only 6, still in the
+    metadata with a newer sequence number, tells the rollback. Before: taken as the job's state, and
+    the next merge published onto 5 without 6's changes (found by the random user test, salt r)."""
+    def seq(s):
+        return dataclasses.replace(s, sequence_number=s.snapshot_id)
+
+    rewrite, published = seq(rows(5, 4, "replace", 30)), seq(rows(6, 5, "overwrite", 30, wap=M2))
+    ours = {CHECKPOINT_PROPERTY: M2, **published_properties(M2, 6, published.summary, 2)}
+    assert foreign_change(mirror(rewrite, published, **ours)) is None
+    back = mirror(rewrite, published, current=5, **ours)
+    assert "older than snapshot 6, the job's last publish" in foreign_change(back)
+    assert "set_current_snapshot('<mirror>', 6)" in restore_advice(back)
+    compacted = mirror(rewrite, published, seq(rows(7, 6, "replace", 30)), **ours)
+    assert foreign_change(compacted) is None
+
+
 def test_an_upgrade_in_place_waits_for_a_mirror_as_the_job_left_it():
     """--upgrade-mirror cannot be undone: it waits while someone's commit or column is on the mirror
     (the run refuses, rebuilds or keeps it first), not for a format version someone set, which is

@@ -158,6 +158,9 @@ def content_change(mirror: TableState, source: TableState = MISSING) -> Optional
 
 def _history_change(mirror: TableState) -> Optional[str]:
     mirror = _as_published(mirror)[0]
+    behind = _behind_publish(mirror)
+    if behind:
+        return behind
     chain, complete = ancestors(mirror)
     last = _newest_marker(chain)
     # A mirror that records its data checkpoint is of a version that marks every data commit: a
@@ -174,6 +177,20 @@ def _history_change(mirror: TableState) -> Optional[str]:
                     "(it was rolled back or set by someone else)")
         return _rows_change(mirror, rewrite)
     return _marked_change(mirror, chain[last]) or _rows_change(mirror, rewrite)
+
+
+def _behind_publish(mirror: TableState) -> Optional[str]:
+    """A current snapshot older than the job's last publish, which is still in the metadata: someone
+    rolled the mirror back past it (sequence numbers grow along a history, and a cherry-picked stage
+    gets a newer one). Told even where no marker shows it: a rollback onto the rewrite a compaction
+    made before the publish, after an expiry took every snapshot of the job's older than that."""
+    published = recorded_snapshot(mirror, DATA_SNAPSHOT_PROPERTY)
+    named, current = mirror.snapshot(published), mirror.snapshot(mirror.current_id)
+    if named is None or current is None or named.sequence_number is None or current.sequence_number is None \
+            or current.sequence_number >= named.sequence_number:
+        return None
+    return (f"the mirror's current snapshot {current.snapshot_id} is older than snapshot {published}, the job's last "
+            "publish: it was rolled back past it")
 
 
 def changes_on_publish(mirror: TableState, source: TableState = MISSING) -> Optional[str]:
