@@ -26,8 +26,9 @@ PID = "driver-jvm-pid="  # how the training run tells which JVM writes the archi
 WAIT_S = 300  # the JVM writes the archive when it exits: about 20-40 s
 
 
-def _workload(work: str) -> None:
-    """The training run's work, in this process's one JVM."""
+def _workload(work: str, light: bool = False) -> None:
+    """The training run's work, in this process's one JVM (`light`: one table, one format, one merge:
+    an archive that fits this JVM all the same, for the test that checks how a run uses one)."""
     from olake_cow.cli import main as job
     from testkit.local import hadoop_destination, local_session, write_destination, writer_session
     from testkit.olake_writer import OlakeWriter
@@ -39,20 +40,22 @@ def _workload(work: str) -> None:
     cols = [("v", "int"), ("status", "string"), ("created", "timestamp")]
     tables: Dict[str, Dict[str, Any]] = {"orders": {}, "orders_dv": {"delete_mode": "dv"},
                                          "orders_part": {"partition_by": ["bucket(4, _olake_id)"]}}
+    if light:
+        tables = {"orders": {}}
     for table, kw in tables.items():
         writer.create_table(table, cols, **kw)
         writer.backfill(table, [{"_olake_id": str(i), "v": i, "status": "new", "created": writer.tick()}
                                 for i in range(300)])
 
     def run(*extra: str) -> None:
-        for fmt in ("cow", "dv"):
+        for fmt in ("cow",) if light else ("cow", "dv"):
             code = job(["--destination-details", path, "--source-namespace", "train", "--quiet",
                         "--cow-namespace", f"train_{fmt}", "--mirror-format", fmt, *extra])
             if code != 0:
                 raise SystemExit(f"class_archive: the training run failed ({code})")
 
     run()
-    for cycle in range(2):
+    for cycle in range(1 if light else 2):
         for table in tables:
             base = 40 * cycle
             writer.commit(table, [{"_olake_id": str(base + i), "_op_type": "u", "v": -i, "status": "paid",
@@ -62,12 +65,14 @@ def _workload(work: str) -> None:
                               "created": writer.tick()}],
                           pure_deletes=[] if "delete_mode" in tables[table] else [str(base + 30)])
         run()
-    run("--verify")
+    if not light:
+        run("--verify")
     print(f"{PID}{int(root._jvm.java.lang.ProcessHandle.current().pid())}", flush=True)
 
 
-def train(out: str, quiet: bool = True) -> float:
-    """Write a class archive to `out` (replaced if there); returns the seconds it took."""
+def train(out: str, quiet: bool = True, light: bool = False) -> float:
+    """Write a class archive to `out` (replaced if there); returns the seconds it took. `light`: a
+    smaller workload (_workload)."""
     out = os.path.abspath(out)
     if os.path.exists(out):
         os.remove(out)
@@ -77,7 +82,8 @@ def train(out: str, quiet: bool = True) -> float:
         from olake_cow.spark.session import CLASS_ARCHIVE_ENV
 
         env = dict(os.environ, **{CLASS_ARCHIVE_ENV: out})
-        done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", work], env=env,
+        child = [sys.executable, os.path.abspath(__file__), "--child", work, *(["--light"] if light else [])]
+        done = subprocess.run(child, env=env,
                               capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"class_archive: the training run failed:\n{done.stderr[-3000:]}")
@@ -98,7 +104,7 @@ def train(out: str, quiet: bool = True) -> float:
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
-        _workload(argv[1])
+        _workload(argv[1], light="--light" in argv[2:])
         return 0
     p = argparse.ArgumentParser(prog="class_archive", description=__doc__.split("\n\n")[0])
     p.add_argument("out", help="where to write the archive (a path without spaces)")
