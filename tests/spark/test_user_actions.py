@@ -1,12 +1,12 @@
 """A determined user between OLake's commits and the job's runs, at random: what they do to the mirror
 (a DELETE, an UPDATE, a column added, a rollback, properties, one of the job's own properties set or
 removed, an expiry) and to OLake's table (a DELETE, compaction, expiry, a column added, widened or
-renamed), with runs, dry runs and maintenance in between. After every run: a success leaves the
-mirror equal to the writer's model; a refusal leaves OLake's table (truncate mode) and the mirror as
-they were, advises nothing that drops data, and its advice is followed here (the rollback or
-set_current_snapshot it names, dropping the column the user added, --resume-from-source) until a run
-succeeds. Each seed is one fixed sequence: more with USER_ACTION_SEEDS=N (and USER_ACTION_STEPS,
-USER_ACTION_SALT for other sequences)."""
+renamed), with runs, dry runs, maintenance and a second job on OLake's table in between. After every
+run: a success leaves the mirror equal to the writer's model; a refusal leaves OLake's table
+(truncate mode) and the mirror as they were, advises nothing that drops data, and its advice is
+followed here (the rollback or set_current_snapshot it names, dropping the column the user added,
+--resume-from-source) until a run succeeds. Each seed is one fixed sequence: more with
+USER_ACTION_SEEDS=N (and USER_ACTION_STEPS, USER_ACTION_SALT for other sequences)."""
 import os
 import random
 import re
@@ -100,7 +100,7 @@ class UserActions:
     def mirror_record(self) -> None:
         """One property of the job's set or removed: a record of its last publish (while the snapshot
         it is of is still there: after an expiry the record is the only one), the format, the source,
-        the mode (OLake's table tells it: no second job truncates it here)."""
+        the mode (OLake's table tells it unless a second job truncates it: then the refusal's ALTER)."""
         mirror = self.lake.mirror("t")
         current = mirror.snapshot(mirror.current_id)
         parent = mirror.snapshot(current.parent_id) if current is not None else None

@@ -23,7 +23,7 @@ from olake_cow.core.identity import (
     Ground,
     Owner,
     delete_mode_change,
-    edited_record,
+    edited_records,
     foreign_change,
     foreign_files_problem,
     foreign_metadata,
@@ -33,7 +33,6 @@ from olake_cow.core.identity import (
     location_problem,
     mirror_ground_problem,
     ownership,
-    published_records,
     restore_advice,
     source_problem,
 )
@@ -156,23 +155,24 @@ def test_one_record_of_the_jobs_publish_someone_set_is_read_as_the_job_set_it():
     first, published = rows(1, None, "overwrite", 90, wap=M1), rows(2, 1, "overwrite", 100, wap=M2)
     ours = {CHECKPOINT_PROPERTY: M2, **published_properties(M2, 2, published.summary, 2)}
     clean = mirror(first, published, **ours)
-    assert foreign_change(clean) is None and edited_record(clean) is None and not published_records(clean)
+    assert foreign_change(clean) is None and edited_records(clean) == ({}, None)
     for key, forged, note in ((DATA_SNAPSHOT_PROPERTY, "1", f"snapshot 2, which the mirror holds, carries the data "
                                                             f"checkpoint {M2}"),
                               (DATA_CHECKPOINT_PROPERTY, M1, f"carries {M2}"),
                               (DATA_ROWS_PROPERTY, "5", "shows 100 rows")):
         edited = mirror(first, published, **{**ours, key: forged})
         assert foreign_change(edited) is None, key
-        assert f"{key} was set to" in edited_record(edited) and note in edited_record(edited), key
-        assert published_records(edited) == {key: ours[key]}, key  # what a run sets back
+        reset, said = edited_records(edited)
+        assert f"{key} was set to" in said and note in said, key
+        assert reset == {key: ours[key]}, key  # what a run sets back
         compacted = mirror(first, published, rows(3, 2, "replace", 100), **{**ours, key: forged})
         assert foreign_change(compacted) is None, key
     shrunk = mirror(first, published, rows(3, 2, "replace", 99), **{**ours, DATA_ROWS_PROPERTY: "99"})
     assert "shows 99 rows, not the 100" in foreign_change(shrunk)  # someone's delete before a compaction
     for key, forged in ((DATA_SNAPSHOT_PROPERTY, "1"), (DATA_CHECKPOINT_PROPERTY, M1)):
         hidden = mirror(first, published, current=1, **{**ours, key: forged})
-        assert foreign_change(hidden) is not None and edited_record(hidden) is None, key
-        assert not published_records(hidden), key  # not the job's to set back: the refusal names it
+        assert foreign_change(hidden) is not None and edited_records(hidden)[1] is None, key
+        assert not edited_records(hidden)[0], key  # not the job's to set back: the refusal names it
         assert "set_current_snapshot('<mirror>', 2)" in restore_advice(hidden), key  # the job's, not 1
         assert foreign_change(dataclasses.replace(hidden, current_id=2)) is None, key  # the advice followed
 

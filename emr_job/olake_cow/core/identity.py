@@ -21,7 +21,7 @@ repaired: merged again from the newest checkpoint its history proves, or rebuilt
 import logging
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Callable, Iterable, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .checkpoint import (
     CHECKPOINT_PROPERTY,
@@ -227,21 +227,16 @@ def _unmarked_commit(chain: List[Snapshot], last: Optional[int], complete: bool,
             f"after the job's last commit{expired}")
 
 
-def edited_record(mirror: TableState) -> Optional[str]:
-    """A note naming the record of the job's last publish that someone set, which the job reads as it
-    set it (None: none was): a run sets it back (published_records)."""
-    return _as_published(mirror)[1] if mirror.exists else None
-
-
-def published_records(mirror: TableState) -> Mapping[str, str]:
-    """The records of the job's last publish someone set, with the values the job set them to
-    (empty: none was). A run sets them back before anything else: the snapshot they are read by
-    (_as_published) may be expired next, by the job's maintenance or the user's, and then the record
-    someone set could no longer be told from the job's."""
+def edited_records(mirror: TableState) -> Tuple[Dict[str, str], Optional[str]]:
+    """(the records of the job's last publish someone set, with the values the job set them to; a note
+    naming the one set), or ({}, None). The job reads them as it set them (_as_published), and a run
+    sets them back before anything else: the snapshot they are read by may be expired next, by the
+    job's maintenance or the user's, and then the record someone set could no longer be told from the
+    job's."""
     if not mirror.exists:
-        return {}
-    fixed = _as_published(mirror)[0]
-    return {k: v for k, v in fixed.properties.items() if mirror.properties.get(k) != v}
+        return {}, None
+    fixed, note = _as_published(mirror)
+    return {k: v for k, v in fixed.properties.items() if mirror.properties.get(k) != v}, note
 
 
 def _as_published(mirror: TableState) -> Tuple[TableState, Optional[str]]:

@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Tuple
 from .checkpoint import FORMAT_PROPERTY, MODE_PROPERTY, SOURCE_PROPERTY
 from .filesize import DEFAULT_TARGET_FILE_MB, TARGET_FILE_SIZE, target_file_size, usable_file_size
 from .formats import FORMATS, WRITE_MODE_KEYS, MirrorFormat, built_format
-from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, edited_record, published_records
+from .identity import DELETE_MODE_PROPERTY, MADE_BY, MADE_BY_PROPERTY, edited_records
 from .modes import DeleteMode, SourceMode, mode_set_back
 from .snapshots import TableState
 
@@ -40,10 +40,11 @@ def set_back(source: TableState, mirror: TableState, mirror_name: str) -> Tuple[
     """(the job's properties someone set that the run reads as the job set them, with the values to
     set back; a note for each). A run sets them back before it writes anything else: a record of the
     last publish is told from the job's only while the snapshot it names is there, which the next
-    expiry may take (identity.published_records); the mode property as OLake's table tells it
+    expiry may take (identity.edited_records); the mode property as OLake's table tells it
     (modes.mode_set_back)."""
+    records, record_note = edited_records(mirror)
     mode, mode_note = mode_set_back(source, mirror, mirror_name)
-    return {**published_records(mirror), **mode}, [n for n in (edited_record(mirror), mode_note) if n]
+    return {**records, **mode}, [n for n in (record_note, mode_note) if n]
 
 
 def kept_properties(mirror: TableState, mode: SourceMode, source_name: str, target_file_mb: Optional[int],

@@ -14,7 +14,7 @@ switch.
 from enum import Enum
 from typing import Dict, Optional, Tuple
 
-from .checkpoint import MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, find_checkpoint, truncated_into
+from .checkpoint import MODE_PROPERTY, TRUNCATED_INTO_PROPERTY, Marker, find_checkpoint, truncated_into
 from .errors import ConfigError, MirrorFormatError, SourceModeError
 from .formats import FORMATS, MirrorFormat, built_format
 from .identity import content_change
@@ -34,8 +34,10 @@ def checkpoint_mode(mirror: TableState) -> Optional[SourceMode]:
     """The mode the mirror's checkpoint was set in (a readonly one carries the source snapshot's
     sequence number, a truncate one names a boundary); None without a checkpoint."""
     checkpoint = find_checkpoint(mirror)
-    if checkpoint is None:
-        return None
+    return _marker_mode(checkpoint) if checkpoint is not None else None
+
+
+def _marker_mode(checkpoint: Marker) -> SourceMode:
     return SourceMode.READONLY if checkpoint.sequence_number is not None else SourceMode.TRUNCATE
 
 
@@ -73,10 +75,11 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     mode, and before the first build of a mirror of a table another job truncates (it would lack the
     rows that job moved out)."""
     built = built_mode(source, mirror, mirror_name)
-    if _mode_disagrees(mirror):
+    contradicted = _contradicted_mode(mirror)
+    if contradicted is not None:
         built = _told_mode(source, mirror, mirror_name)
         if built is None:
-            raise SourceModeError(_edited_mode(mirror, mirror_name))
+            raise SourceModeError(_edited_mode(mirror, mirror_name, contradicted))
     if built is None:
         into = truncated_into(source)  # not this mirror's: built_mode would have said truncate
         if into:
@@ -87,12 +90,12 @@ def resolve_mode(source: TableState, mirror: TableState, requested: Optional[Sou
     return built
 
 
-def _mode_disagrees(mirror: TableState) -> bool:
-    """Whether the mirror's mode property and its checkpoint (set with every merge) say different
-    modes: someone edited one of them."""
+def _contradicted_mode(mirror: TableState) -> Optional[SourceMode]:
+    """The checkpoint's mode where the mirror's mode property (set with every merge) says the other
+    one: someone edited one of them (None: they agree, or either is missing)."""
     recorded = mirror.properties.get(MODE_PROPERTY) if mirror.exists else None
     held = checkpoint_mode(mirror) if recorded in {m.value for m in SourceMode} else None
-    return held is not None and recorded != held.value
+    return held if held is not None and recorded != held.value else None
 
 
 def _told_mode(source: TableState, mirror: TableState, mirror_name: str) -> Optional[SourceMode]:
@@ -102,9 +105,10 @@ def _told_mode(source: TableState, mirror: TableState, mirror_name: str) -> Opti
     a readonly one when nothing ever truncated OLake's table (no mark, no boundary in its history).
     Anything else could be a forged marker: a wrong guess truncates OLake's table, or rebuilds the
     only complete copy without the rows only it holds."""
-    checkpoint, held, into = find_checkpoint(mirror), checkpoint_mode(mirror), truncated_into(source)
+    checkpoint, into = find_checkpoint(mirror), truncated_into(source)
     if checkpoint is None or checkpoint.source_uuid != source.uuid:  # not even this source's marker
         return None
+    held = _marker_mode(checkpoint)
     if held == SourceMode.TRUNCATE and into and _same_name(into, mirror_name):
         return held
     if held == SourceMode.READONLY and not into and not any(s.is_boundary for s in ancestors(source)[0]):
@@ -115,7 +119,7 @@ def _told_mode(source: TableState, mirror: TableState, mirror_name: str) -> Opti
 def mode_set_back(source: TableState, mirror: TableState, mirror_name: str) -> Tuple[Dict[str, str], Optional[str]]:
     """(the mode property to set back, a note) when someone set it and OLake's table tells the mode
     (_told_mode); ({}, None) otherwise."""
-    if not _mode_disagrees(mirror):
+    if _contradicted_mode(mirror) is None:
         return {}, None
     told = _told_mode(source, mirror, mirror_name)
     if told is None:
@@ -127,13 +131,12 @@ def mode_set_back(source: TableState, mirror: TableState, mirror_name: str) -> T
            else "was never truncated") + f" (read as {told.value}; a run sets it back)")
 
 
-def _edited_mode(mirror: TableState, mirror_name: str) -> str:
-    """Why the mirror's mode cannot be told (_mode_disagrees and not _told_mode). Either guess could
-    cost data: a truncate run truncates OLake's table, a readonly rebuild of a truncate mirror drops
-    the rows only it holds."""
+def _edited_mode(mirror: TableState, mirror_name: str, held: SourceMode) -> str:
+    """Why the mirror's mode cannot be told: its checkpoint's (`held`) contradicts its property, and
+    OLake's table does not tell which one someone edited (_told_mode). Either guess could cost data:
+    a truncate run truncates OLake's table, a readonly rebuild of a truncate mirror drops the rows
+    only it holds."""
     recorded = mirror.properties.get(MODE_PROPERTY)
-    held = checkpoint_mode(mirror)
-    assert held is not None
     return (f"{mirror_name}'s {MODE_PROPERTY} is {recorded!r} but its checkpoint is a {held.value}-mode one: someone "
             "edited one of them, and the job cannot tell which mode the mirror was built in. Nothing was written or "
             f"truncated. If it was built in {held.value} mode, set the property back (ALTER TABLE {mirror_name} SET "
