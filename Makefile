@@ -20,6 +20,7 @@ DEPLOY_STAMP := $(DEPLOY_VENV)/.installed
 JARS := $(VENV)/jars/.installed
 REST_FIXTURE := $(VENV)/jars/rest-fixture/.installed
 NESSIE := $(VENV)/jars/nessie/nessie-quarkus-0.99.0-runner.jar
+TEST_FS := $(VENV)/jars/test-fs/hadoop-bare-naked-local-fs-0.1.0.jar
 STACK ?= olake-cow
 TEST_WORKERS ?= 2  # pytest processes (each with its own Spark session, 2 GB)
 export STACK
@@ -54,6 +55,12 @@ $(REST_FIXTURE): tools/jars.py tools/rest-fixture.sha256 | $(STAMP)
 $(NESSIE): tools/jars.py | $(STAMP)
 	bash tools/system-deps.sh java
 	$(BIN)/python tools/jars.py $(VENV)/jars --nessie
+
+# The local file system the tests' Spark session writes through without a `chmod` fork per file
+# (testkit/servers.py, BARE_LOCAL_FS), by Maven coordinates.
+$(TEST_FS): tools/jars.py testkit/servers.py | $(STAMP)
+	bash tools/system-deps.sh java
+	$(BIN)/python tools/jars.py $(VENV)/jars --test-fs
 
 setup: $(STAMP) $(JARS) ## create .venv (SPARK=4: .venv-spark4) with the pinned toolchain and Iceberg's jars
 
@@ -100,7 +107,7 @@ demo: $(STAMP) $(JARS) ## run the job on a sample OLake-like table in a local wa
 
 # What the tests need besides the Debian packages; `make SPARK=4 test-stack` fetches Spark 4's alone
 # (.ci/run does so while the Spark 3.5 tests run: nothing there is shared with them).
-TEST_STACK := $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE)
+TEST_STACK := $(STAMP) $(JARS) $(REST_FIXTURE) $(NESSIE) $(TEST_FS)
 test-stack: $(TEST_STACK) ## install what `make test` needs into .venv (SPARK=4: .venv-spark4): packages, jars, test servers
 
 test: $(TEST_STACK) $(DEPLOY_STAMP) ## run every test (unit, moto, Spark, catalogs, readers); installs Debian deps as root

@@ -4,10 +4,20 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from olake_cow.core.config import DestinationConfig, parse_destination
-from olake_cow.spark.session import build_session, table_session
+from olake_cow.spark.session import build_session, local_jar_folder, table_session
 
 from .model import diff, normalized
 from .readers import READERS, pyiceberg_rows  # noqa: F401 - pyiceberg_rows: the demo's and tests' reader
+from .servers import BARE_LOCAL_FS, BARE_LOCAL_FS_DIR
+
+
+def bare_local_fs() -> Tuple[List[str], Dict[str, str]]:
+    """(class path, Spark settings) that put file:// paths on the bare local file system (see
+    testkit.servers.BARE_LOCAL_FS); nothing when its jar is not there (make test-stack fetches it)."""
+    jar = os.path.join(local_jar_folder(), BARE_LOCAL_FS_DIR, BARE_LOCAL_FS.file)
+    if not os.path.exists(jar):
+        return [], {}
+    return [jar], {"spark.hadoop.fs.file.impl": "com.globalmentor.apache.hadoop.fs.BareLocalFileSystem"}
 
 
 def hadoop_destination(warehouse: str, catalog: str = "olake_iceberg") -> Dict[str, Any]:

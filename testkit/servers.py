@@ -253,6 +253,17 @@ NESSIE = Jar("org.projectnessie.nessie", "nessie-quarkus", "0.99.0",
 NESSIE_DIR, NESSIE_FILE = "nessie", f"{NESSIE.artifact}-{NESSIE.version}-runner.jar"
 
 
+# Hadoop's local file system sets the permissions of every file and folder it makes by forking
+# `chmod` where Hadoop's native library is missing (here, and in pyspark's wheels: Hadoop 3.3 and
+# 3.4 alike): test_mirror's readonly-cow subset forked 2,300 times, 6-12 ms of the JVM each. The
+# tests' session (tests/spark/conftest.py) reads and writes file:// warehouses through GlobalMentor's
+# BareLocalFileSystem: Hadoop's LocalFileSystem (checksums and all) over a RawLocalFileSystem that
+# sets permissions and reads status through java.nio. Fetched by tools/jars.py --test-fs.
+BARE_LOCAL_FS = Jar("com.globalmentor", "hadoop-bare-naked-local-fs", "0.1.0",
+                    "e0cc30fb0531eb0b59468dc0abf5b257533d2365b5e9f45e795edd707aa78c62")
+BARE_LOCAL_FS_DIR = "test-fs"
+
+
 def nessie_jar() -> str:
     from olake_cow.spark.session import local_jar_folder
 

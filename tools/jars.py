@@ -3,6 +3,7 @@
     python tools/jars.py DEST [--spark 3|4]      (make setup runs it with DEST=.venv/jars)
     python tools/jars.py DEST --rest-fixture     (make test: the REST reference server, DEST/rest-fixture)
     python tools/jars.py DEST --nessie           (make test: Nessie's server, DEST/nessie)
+    python tools/jars.py DEST --test-fs          (make test: the tests' bare local file system, DEST/test-fs)
 
 On EMR the release ships Iceberg; locally, every path (make demo, the tests, the bench, the class
 archive's training run) reads the jars from DEST. They are resolved with the Ivy that pyspark
@@ -20,7 +21,7 @@ import tempfile
 from typing import Dict
 
 from infra.iceberg_jars import STACKS, Jar, sha256
-from testkit.servers import NESSIE, NESSIE_DIR, NESSIE_FILE, REST_FIXTURE_DIR
+from testkit.servers import BARE_LOCAL_FS, BARE_LOCAL_FS_DIR, NESSIE, NESSIE_DIR, NESSIE_FILE, REST_FIXTURE_DIR
 
 # The Apache Iceberg REST reference server, for the tests: RESTCatalogServer (the main class of the
 # apache/iceberg-rest-fixture image) is published as iceberg-open-api's `test-fixtures` jar, with the
@@ -167,6 +168,15 @@ def install_nessie(dest: str) -> str:
     return resolve(NESSIE, os.path.dirname(target), "runner")
 
 
+def install_test_fs(dest: str) -> str:
+    """The tests' bare local file system (testkit/servers.py pins it) in dest/test-fs."""
+    target = os.path.join(dest, BARE_LOCAL_FS_DIR, BARE_LOCAL_FS.file)
+    if os.path.exists(target) and sha256(target) == BARE_LOCAL_FS.sha256:
+        return target
+    print(f"jars: fetching {BARE_LOCAL_FS.coordinate}", flush=True)
+    return resolve(BARE_LOCAL_FS, os.path.dirname(target))
+
+
 def main(argv: "list[str]") -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dest")
@@ -174,7 +184,12 @@ def main(argv: "list[str]") -> int:
     parser.add_argument("--rest-fixture", action="store_true",
                         help="the Iceberg REST reference server (for the tests) instead of the Spark jars")
     parser.add_argument("--nessie", action="store_true", help="Nessie's server (for the tests) instead")
+    parser.add_argument("--test-fs", action="store_true",
+                        help="the bare local file system the tests' Spark session writes file:// through, instead")
     args = parser.parse_args(argv)
+    if args.test_fs:
+        print(f"jars: the tests' bare local file system in {install_test_fs(args.dest)}")
+        return 0
     if args.nessie:
         print(f"jars: Nessie's server in {install_nessie(args.dest)}")
         return 0

@@ -20,7 +20,15 @@ from olake_cow.core.identifiers import qualified
 from olake_cow.spark.catalog import IcebergCatalog
 from olake_cow.spark.session import local_aws_jars, local_iceberg_jar
 from testkit import pg
-from testkit.local import fresh_state, local_session, mirror_problems, read_rows, write_destination, writer_session
+from testkit.local import (
+    bare_local_fs,
+    fresh_state,
+    local_session,
+    mirror_problems,
+    read_rows,
+    write_destination,
+    writer_session,
+)
 from testkit.olake_writer import OlakeWriter
 
 _ns = itertools.count(1)
@@ -64,18 +72,25 @@ def destinations(tmp_root, postgres):
 def spark(destinations):
     """The session every test shares: Iceberg, the PostgreSQL driver, and the AWS SDK jars (Glue and
     S3FileIO, for test_glue.py) on the driver's class path; Hive locks off (test_hive.py runs a
-    metastore on Derby, which has no lock support); no whole-stage code generation."""
+    metastore on Derby, which has no lock support); no whole-stage code generation; file:// on the
+    bare local file system (testkit.servers.BARE_LOCAL_FS)."""
     aws = local_aws_jars()
     if not aws and os.environ.get("CI"):
         pytest.fail("the AWS SDK jars are required in CI: make setup fetches iceberg-aws-bundle (tools/jars.py)")
-    classpath = os.pathsep.join([pg.JDBC_JAR] + aws)
+    bare, bare_conf = bare_local_fs()
+    if not bare and os.environ.get("CI"):
+        pytest.fail("the bare local file system is required in CI: make test-stack fetches it (jars.py --test-fs)")
+    classpath = os.pathsep.join([pg.JDBC_JAR] + aws + bare)
     root, _ = local_session(destinations["hadoop"], {
         "spark.jars": ",".join([local_iceberg_jar(), pg.JDBC_JAR]), "spark.driver.extraClassPath": classpath,
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
         # Tests run thousands of queries over a few rows each, where compiling a whole stage costs
         # more than running it: test_mirror's subset took 105 CPU-s without it, 124 with. Spark's
         # interpreted plans give the same rows; the job's cold runs, the soak and bench keep it on.
-        "spark.sql.codegen.wholeStage": "false"})
+        "spark.sql.codegen.wholeStage": "false",
+        # file:// without a `chmod` fork per file written (testkit.servers): test_mirror and
+        # test_readonly on two workers took 326 s and 471 CPU-s instead of 398 s and 588 CPU-s.
+        **bare_conf})
     yield root
     root.stop()
 
