@@ -159,22 +159,12 @@ def install_rest_fixture(dest: str) -> int:
     return len(lock)
 
 
-def install_nessie(dest: str) -> str:
-    """Nessie's runner jar in dest/nessie (testkit/servers.py pins it), checked against its SHA-256."""
-    target = os.path.join(dest, NESSIE_DIR, NESSIE_FILE)
-    if os.path.exists(target) and sha256(target) == NESSIE.sha256:
+def install_pinned(jar: Jar, target: str, what: str, classifier: str = "") -> str:
+    """One jar the tests pin (testkit/servers.py) at `target`, unless it is there with its SHA-256."""
+    if os.path.exists(target) and sha256(target) == jar.sha256:
         return target
-    print(f"jars: fetching Nessie's server {NESSIE.version} (about 245 MB, once)", flush=True)
-    return resolve(NESSIE, os.path.dirname(target), "runner")
-
-
-def install_test_fs(dest: str) -> str:
-    """The tests' bare local file system (testkit/servers.py pins it) in dest/test-fs."""
-    target = os.path.join(dest, BARE_LOCAL_FS_DIR, BARE_LOCAL_FS.file)
-    if os.path.exists(target) and sha256(target) == BARE_LOCAL_FS.sha256:
-        return target
-    print(f"jars: fetching {BARE_LOCAL_FS.coordinate}", flush=True)
-    return resolve(BARE_LOCAL_FS, os.path.dirname(target))
+    print(f"jars: fetching {what}", flush=True)
+    return resolve(jar, os.path.dirname(target), classifier)
 
 
 def main(argv: "list[str]") -> int:
@@ -188,10 +178,14 @@ def main(argv: "list[str]") -> int:
                         help="the bare local file system the tests' Spark session writes file:// through, instead")
     args = parser.parse_args(argv)
     if args.test_fs:
-        print(f"jars: the tests' bare local file system in {install_test_fs(args.dest)}")
+        path = install_pinned(BARE_LOCAL_FS, os.path.join(args.dest, BARE_LOCAL_FS_DIR, BARE_LOCAL_FS.file),
+                              BARE_LOCAL_FS.coordinate)
+        print(f"jars: the tests' bare local file system in {path}")
         return 0
     if args.nessie:
-        print(f"jars: Nessie's server in {install_nessie(args.dest)}")
+        path = install_pinned(NESSIE, os.path.join(args.dest, NESSIE_DIR, NESSIE_FILE),
+                              f"Nessie's server {NESSIE.version} (about 245 MB, once)", "runner")
+        print(f"jars: Nessie's server in {path}")
         return 0
     if args.rest_fixture:
         count = install_rest_fixture(args.dest)

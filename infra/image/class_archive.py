@@ -83,8 +83,7 @@ def train(out: str, quiet: bool = True, light: bool = False) -> float:
 
         env = dict(os.environ, **{CLASS_ARCHIVE_ENV: out})
         child = [sys.executable, os.path.abspath(__file__), "--child", work, *(["--light"] if light else [])]
-        done = subprocess.run(child, env=env,
-                              capture_output=True, text=True)
+        done = subprocess.run(child, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"class_archive: the training run failed:\n{done.stderr[-3000:]}")
         pid = int([line for line in done.stdout.splitlines() if line.startswith(PID)][-1][len(PID):])
